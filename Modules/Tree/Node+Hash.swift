@@ -1,0 +1,59 @@
+import Crypto
+import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+extension Node {
+    /// The node's hash as the official clients compute it: base64 of SHA-1 over a canonical string,
+    /// `""` for the empty node. Transactions send it with compare-and-set writes, so it must match
+    /// bit for bit. Cached on nodes with children; O(size) the first time.
+    ///
+    /// Leaf: `[priority:<type>:<value>:]<type>:<value>` with type `boolean`, `number` (16 lowercase hex
+    /// digits of the IEEE-754 double) or `string`. Children: the priority prefix, then
+    /// `:<key>:<childHash>` for each non-empty child hash in priority order.
+    public var hash: String {
+        switch storage {
+        case .empty, .max:
+            return ""
+        case .leaf(let value, let priority):
+            return Self.sha1Base64(Self.priorityPrefix(priority) + Self.hashText(value))
+        case .children(let storage):
+            if let cached = storage.cache.withLock({ $0.hash }) { return cached }
+            var text = Self.priorityPrefix(storage.priority)
+            for child in children(in: .priority) {
+                let childHash = child.node.hash
+                if !childHash.isEmpty { text += ":\(child.name.string):\(childHash)" }
+            }
+            let hash = text.isEmpty ? "" : Self.sha1Base64(text)
+            storage.cache.withLock { $0.hash = hash }
+            return hash
+        }
+    }
+
+    static func priorityPrefix(_ priority: Priority?) -> String {
+        guard let priority else { return "" }
+        return "priority:" + hashText(priority.leafValue) + ":"
+    }
+
+    static func hashText(_ value: LeafValue) -> String {
+        switch value {
+        case .bool(let value): "boolean:\(value)"
+        case .number(let value): "number:" + ieee754Hex(value)
+        case .string(let value): "string:" + value
+        }
+    }
+
+    /// The 16 lowercase hex digits of a double's IEEE-754 bit pattern, most significant first.
+    static func ieee754Hex(_ value: Double) -> String {
+        let hex = String(value.bitPattern, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    static func sha1Base64(_ text: String) -> String {
+        Data(Insecure.SHA1.hash(data: Data(text.utf8))).base64EncodedString()
+    }
+}

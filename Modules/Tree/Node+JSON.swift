@@ -1,0 +1,202 @@
+extension Node {
+    /// A node from JSON, validated as data written at `path`.
+    ///
+    /// - Keys must be valid (``ChildKey/problem(with:)``); `.priority`, `.value` and `.sv` are the
+    ///   only `.`-keys allowed, and `.value` may only stand beside `.priority`.
+    /// - The written location may be at most 32 levels deep; strings at most 10 MB; numbers finite.
+    /// - Arrays become children `"0"`, `"1"`, …; `null` members are dropped.
+    /// - Server values are resolved with `serverValues` against `existing` (the data currently at
+    ///   `path`); without a context they are an error.
+    ///
+    /// ```swift
+    /// let node = try Node(json: ["name": "ada", ".priority": 1])
+    /// ```
+    public init(
+        json: JSONValue, at path: Path = .root, existing: Node = .empty, serverValues: ServerValueContext? = nil
+    ) throws(TreeError) {
+        var builder = NodeBuilder(serverValues: serverValues, depth: path.count, path: path)
+        self = try builder.build(json, existing: existing)
+    }
+
+    /// A node from JSON text; see ``init(json:at:existing:serverValues:)``.
+    public init(jsonText: String, at path: Path = .root) throws(TreeError) {
+        try self.init(json: JSONValue(parsing: jsonText), at: path)
+    }
+
+    /// The node as JSON. Objects whose keys are all `0`…`n` with more than half the slots filled
+    /// export as arrays. With `exportFormat`, priorities appear as `.priority` (and leaves with a
+    /// priority as `{".value": v, ".priority": p}`).
+    public func json(exportFormat: Bool = false) -> JSONValue {
+        switch storage {
+        case .empty, .max:
+            return .null
+        case .leaf(let value, let priority):
+            let leaf = value.json
+            guard exportFormat, let priority else { return leaf }
+            return .object([".value": leaf, ".priority": priority.leafValue.json])
+        case .children(let storage):
+            var members: [String: JSONValue] = [:]
+            members.reserveCapacity(storage.children.count)
+            var maxIndex = -1
+            var allArrayIndexes = !exportFormat
+            for (key, child) in storage.children {
+                members[key.string] = child.json(exportFormat: exportFormat)
+                if allArrayIndexes, let index = Self.arrayIndex(key.string) {
+                    maxIndex = Swift.max(maxIndex, index)
+                } else {
+                    allArrayIndexes = false
+                }
+            }
+            if !exportFormat, allArrayIndexes, maxIndex < 2 * members.count {
+                var array = [JSONValue](repeating: .null, count: maxIndex + 1)
+                for (key, value) in members { if let index = Self.arrayIndex(key) { array[index] = value } }
+                return .array(array)
+            }
+            if exportFormat, let priority = storage.priority { members[".priority"] = priority.leafValue.json }
+            return .object(members)
+        }
+    }
+
+    /// The index a key names in array export (`0` or no leading zero), if any.
+    private static func arrayIndex(_ key: String) -> Int? {
+        let utf8 = key.utf8
+        guard let first = utf8.first, utf8.count <= 9, first != UInt8(ascii: "0") || utf8.count == 1 else {
+            return nil
+        }
+        var value = 0
+        for byte in utf8 {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            value = value * 10 + Int(byte - UInt8(ascii: "0"))
+        }
+        return value
+    }
+}
+
+extension Node: CustomStringConvertible {
+    public var description: String {
+        if case .max = storage { return "[MAX]" }
+        return json(exportFormat: true).serialized()
+    }
+}
+
+extension LeafValue {
+    public var json: JSONValue {
+        switch self {
+        case .bool(let value): .bool(value)
+        case .number(let value): .number(value)
+        case .string(let value): .string(value)
+        }
+    }
+}
+
+/// Walks JSON into a node, validating as it goes.
+private struct NodeBuilder {
+    let serverValues: ServerValueContext?
+    var depth: Int
+    var path: Path
+
+    mutating func build(_ json: JSONValue, existing: Node) throws(TreeError) -> Node {
+        if depth > TreeLimits.maxDepth {
+            throw .invalidData(
+                path: path.wireString, reason: "is deeper than the maximum of \(TreeLimits.maxDepth) levels")
+        }
+        switch json {
+        case .null:
+            return .empty
+        case .bool(let value):
+            return Node(.bool(value))
+        case .number(let value):
+            return Node(try leafNumber(value))
+        case .string(let value):
+            return Node(try leafString(value))
+        case .array(let elements):
+            var map = ChildMap(order: KeyOrder())
+            for (offset, element) in elements.enumerated() {
+                let key = ChildKey(String(offset))
+                let child = try descend(key, element, existing: existing)
+                if !child.isEmpty { map = map.inserting(key, child) }
+            }
+            return Node(map: map, priority: nil)
+        case .object(let members):
+            return try buildObject(members, existing: existing)
+        }
+    }
+
+    private mutating func buildObject(_ members: [String: JSONValue], existing: Node) throws(TreeError) -> Node {
+        if let placeholder = members[ServerValue.key] {
+            let serverValue = try ServerValue(json: placeholder, path: path)
+            guard let serverValues else {
+                throw .invalidData(path: path.wireString, reason: "server values are not allowed here")
+            }
+            return Node(serverValue.resolved(existing: existing, now: serverValues.now))
+        }
+        let priority = try members[".priority"].flatMap { json throws(TreeError) in try self.priority(json, existing) }
+        if let value = members[".value"] {
+            if members.count > (members[".priority"] == nil ? 1 : 2) {
+                throw .invalidData(path: path.wireString, reason: "contains .value beside other children")
+            }
+            let node = try build(value, existing: existing)
+            return node.withPriority(priority)
+        }
+        var map = ChildMap(order: KeyOrder())
+        var sorted: [(ChildKey, Node)] = []
+        sorted.reserveCapacity(members.count)
+        for (name, member) in members where name != ".priority" {
+            if let reason = ChildKey.problem(with: name) {
+                throw .invalidData(path: path.wireString, reason: "key \"\(name)\" \(reason)")
+            }
+            let key = ChildKey(name)
+            let child = try descend(key, member, existing: existing)
+            if !child.isEmpty { sorted.append((key, child)) }
+        }
+        sorted.sort { ChildKey.compare($0.0, $1.0) < 0 }
+        map = ChildMap(sorted: sorted, order: KeyOrder())
+        return Node(map: map, priority: priority)
+    }
+
+    private mutating func descend(_ key: ChildKey, _ json: JSONValue, existing: Node) throws(TreeError) -> Node {
+        let saved = path
+        path = path.child(key)
+        depth += 1
+        defer {
+            path = saved
+            depth -= 1
+        }
+        return try build(json, existing: existing.child(key))
+    }
+
+    private func priority(_ json: JSONValue, _ existing: Node) throws(TreeError) -> Priority? {
+        switch json {
+        case .null: return nil
+        case .number(let value): return .number(try finite(value, "priority"))
+        case .string(let value): return .string(value)
+        case .object(let members) where members[ServerValue.key] != nil:
+            let serverValue = try ServerValue(json: members[ServerValue.key] ?? .null, path: path)
+            guard let serverValues else {
+                throw .invalidData(path: path.wireString, reason: "server values are not allowed here")
+            }
+            return Priority(leaf: serverValue.resolved(existing: existing.priorityNode, now: serverValues.now))
+        default:
+            throw .invalidData(path: path.wireString, reason: "priority must be a string or a number")
+        }
+    }
+
+    private func leafNumber(_ value: Double) throws(TreeError) -> LeafValue {
+        .number(try finite(value, "number"))
+    }
+
+    private func finite(_ value: Double, _ what: String) throws(TreeError) -> Double {
+        guard value.isFinite else { throw .invalidData(path: path.wireString, reason: "\(what) is not finite") }
+        return value
+    }
+
+    private func leafString(_ value: String) throws(TreeError) -> LeafValue {
+        let bytes = value.utf8.count
+        if bytes > TreeLimits.maxStringBytes {
+            throw .invalidData(
+                path: path.wireString,
+                reason: "string is \(bytes) bytes long (at most \(TreeLimits.maxStringBytes))")
+        }
+        return .string(value)
+    }
+}

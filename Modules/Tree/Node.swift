@@ -1,0 +1,251 @@
+import Synchronization
+
+/// The children of a node, sorted in key order.
+public typealias ChildMap = SortedMap<ChildKey, Node, KeyOrder>
+
+/// An immutable JSON tree: empty (null), a leaf value, or sorted children; optionally with a priority.
+///
+/// Updates return new nodes that share every untouched subtree: changing one child of a node with
+/// n children costs O(log n) time and storage (plus O(log n) per index built on that node, see
+/// ``children(in:from:reverse:)``), and copying a node is O(1).
+///
+/// ```swift
+/// let node = try Node(jsonText: #"{"users": {"ada": {"age": 36}}}"#)
+/// node.child(at: "users/ada/age")                       // 36
+/// let older = node.updating(at: "users/ada/age", to: Node(.number(37)))
+/// ```
+public struct Node: Sendable {
+    @usableFromInline enum Storage: Sendable {
+        case empty
+        case leaf(LeafValue, Priority?)
+        case children(ChildrenStorage)
+        /// Sorts after every node; only used for query bounds.
+        case max
+    }
+
+    @usableFromInline let storage: Storage
+
+    @usableFromInline init(storage: Storage) { self.storage = storage }
+
+    /// The empty node (JSON `null`, an absent location).
+    public static let empty = Node(storage: .empty)
+    static let maxSentinel = Node(storage: .max)
+
+    /// A leaf holding `value`.
+    public init(_ value: LeafValue, priority: Priority? = nil) {
+        storage = .leaf(value, priority)
+    }
+
+    /// A node with the given children (empty children are dropped; no children gives ``empty``).
+    public init(children: some Sequence<(ChildKey, Node)>, priority: Priority? = nil) {
+        var map = ChildMap(order: KeyOrder())
+        for (key, child) in children where !child.isEmpty { map = map.inserting(key, child) }
+        self = Node(map: map, priority: priority)
+    }
+
+    /// A node over an already built child map.
+    public init(map: ChildMap, priority: Priority?) {
+        if map.isEmpty {
+            storage = .empty
+        } else {
+            storage = .children(ChildrenStorage(children: map, priority: priority))
+        }
+    }
+
+    @inlinable public var isEmpty: Bool {
+        if case .empty = storage { return true }
+        return false
+    }
+
+    @inlinable public var isLeaf: Bool {
+        if case .leaf = storage { return true }
+        return false
+    }
+
+    /// The value of a leaf, `nil` for other nodes.
+    public var leafValue: LeafValue? {
+        if case .leaf(let value, _) = storage { return value }
+        return nil
+    }
+
+    public var priority: Priority? {
+        switch storage {
+        case .leaf(_, let priority): priority
+        case .children(let storage): storage.priority
+        case .empty, .max: nil
+        }
+    }
+
+    /// The priority as a node (a leaf, or empty), as the `.priority` pseudo-child reads.
+    public var priorityNode: Node {
+        priority.map { Node($0.leafValue) } ?? .empty
+    }
+
+    /// The children in key order (empty for leaves).
+    public var children: ChildMap {
+        if case .children(let storage) = storage { return storage.children }
+        return ChildMap(order: KeyOrder())
+    }
+
+    public var childCount: Int {
+        if case .children(let storage) = storage { return storage.children.count }
+        return 0
+    }
+
+    /// The child named `key` (``empty`` when absent); `.priority` reads the priority. O(log n).
+    public func child(_ key: ChildKey) -> Node {
+        if key.isPriorityKey { return priorityNode }
+        if case .children(let storage) = storage { return storage.children[key] ?? .empty }
+        return .empty
+    }
+
+    /// The node at `path` below this one (``empty`` when absent). O(depth · log n).
+    public func child(at path: Path) -> Node {
+        var node = self
+        for key in path.components {
+            if key.isPriorityKey { return node.priorityNode }
+            guard case .children(let storage) = node.storage, let next = storage.children[key] else { return .empty }
+            node = next
+        }
+        return node
+    }
+
+    public func hasChild(_ key: ChildKey) -> Bool { !child(key).isEmpty }
+
+    /// This node with its child `key` replaced by `node` (removed when `node` is empty).
+    /// A leaf becomes a node with children; a node left without children becomes ``empty``.
+    public func updatingChild(_ key: ChildKey, to node: Node) -> Node {
+        if key.isPriorityKey { return withPriority(node.leafValue.flatMap(Priority.init(leaf:))) }
+        switch storage {
+        case .empty, .max, .leaf:
+            if node.isEmpty { return self }
+            let map = ChildMap(order: KeyOrder()).inserting(key, node)
+            return Node(storage: .children(ChildrenStorage(children: map, priority: priority)))
+        case .children(let storage):
+            let old = storage.children[key]
+            let map: ChildMap
+            if node.isEmpty {
+                guard old != nil else { return self }
+                map = storage.children.removing(key)
+                if map.isEmpty { return .empty }
+            } else {
+                map = storage.children.inserting(key, node)
+            }
+            return Node(storage: .children(storage.updating(key: key, old: old, new: node, map: map)))
+        }
+    }
+
+    /// This node with the node at `path` replaced by `node`.
+    public func updating(at path: Path, to node: Node) -> Node {
+        guard let front = path.front else { return node }
+        if front.isPriorityKey { return updatingChild(front, to: node) }
+        let rest = path.popFront()
+        return updatingChild(front, to: child(front).updating(at: rest, to: node))
+    }
+
+    /// This node with `priority` (the empty node cannot hold one and stays empty).
+    public func withPriority(_ priority: Priority?) -> Node {
+        switch storage {
+        case .empty, .max: self
+        case .leaf(let value, _): Node(value, priority: priority)
+        case .children(let storage):
+            Node(storage: .children(storage.withPriority(priority)))
+        }
+    }
+
+    /// Rank of the node's kind in value order: empty, leaves, nodes with children, the max sentinel.
+    @usableFromInline var kindRank: Int {
+        switch storage {
+        case .empty: 0
+        case .leaf: 1
+        case .children: 2
+        case .max: 3
+        }
+    }
+}
+
+extension Priority {
+    /// The priority a leaf value can be (numbers and strings), `nil` for booleans.
+    public init?(leaf: LeafValue) {
+        switch leaf {
+        case .number(let value): self = .number(value)
+        case .string(let value): self = .string(value)
+        case .bool: return nil
+        }
+    }
+}
+
+extension Node: Equatable {
+    public static func == (lhs: Node, rhs: Node) -> Bool {
+        switch (lhs.storage, rhs.storage) {
+        case (.empty, .empty), (.max, .max): return true
+        case (.leaf(let a, let pa), .leaf(let b, let pb)): return a == b && pa == pb
+        case (.children(let a), .children(let b)):
+            if a === b { return true }
+            guard a.priority == b.priority, a.children.count == b.children.count else { return false }
+            return zip(a.children, b.children).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+        default: return false
+        }
+    }
+}
+
+/// Storage of a node with children: the child map plus lazily built indexes and hash.
+@usableFromInline final class ChildrenStorage: Sendable {
+    let children: ChildMap
+    let priority: Priority?
+    /// How many children carry a priority; when none do, priority order is key order.
+    let prioritizedChildren: Int
+    let cache: Mutex<Cache>
+
+    struct Cache {
+        var hash: String?
+        var indexes: [Index: IndexedChildren]
+    }
+
+    init(children: ChildMap, priority: Priority?, prioritizedChildren: Int, indexes: [Index: IndexedChildren]) {
+        self.children = children
+        self.priority = priority
+        self.prioritizedChildren = prioritizedChildren
+        self.cache = Mutex(Cache(hash: nil, indexes: indexes))
+    }
+
+    /// Storage for a freshly built map; counts prioritized children in O(n).
+    convenience init(children: ChildMap, priority: Priority?) {
+        var count = 0
+        for (_, child) in children where child.priority != nil { count += 1 }
+        self.init(children: children, priority: priority, prioritizedChildren: count, indexes: [:])
+    }
+
+    var indexSnapshot: [Index: IndexedChildren] { cache.withLock { $0.indexes } }
+
+    /// This storage with child `key` changed from `old` to `new` (`new` not empty, or `old` present),
+    /// carrying every built index along in O(log n) each.
+    func updating(key: ChildKey, old: Node?, new: Node, map: ChildMap) -> ChildrenStorage {
+        var indexes = indexSnapshot
+        for (index, sorted) in indexes {
+            var updated = sorted
+            if let old { updated = updated.removing(NamedNode(name: key, node: old)) }
+            if !new.isEmpty { updated = updated.inserting(NamedNode(name: key, node: new), ()) }
+            indexes[index] = updated
+        }
+        let count = prioritizedChildren - (old?.priority != nil ? 1 : 0) + (new.priority != nil ? 1 : 0)
+        return ChildrenStorage(children: map, priority: priority, prioritizedChildren: count, indexes: indexes)
+    }
+
+    func withPriority(_ priority: Priority?) -> ChildrenStorage {
+        ChildrenStorage(
+            children: children, priority: priority, prioritizedChildren: prioritizedChildren, indexes: indexSnapshot)
+    }
+
+    /// The children sorted by `index`, built on first use in O(n log n) and kept for this node's
+    /// lifetime (and carried to nodes derived from it by updates).
+    func sorted(by index: Index) -> IndexedChildren {
+        if let built = cache.withLock({ $0.indexes[index] }) { return built }
+        var all = children.map { NamedNode(name: $0.key, node: $0.value) }
+        let order = IndexOrder(index)
+        all.sort { order.compare($0, $1) < 0 }
+        let built = IndexedChildren(sorted: all.lazy.map { ($0, ()) }, order: order)
+        cache.withLock { $0.indexes[index] = built }
+        return built
+    }
+}

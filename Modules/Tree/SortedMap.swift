@@ -1,0 +1,289 @@
+/// An immutable sorted map: a persistent AVL tree.
+///
+/// Every update returns a new map that shares all untouched subtrees with the old one, so an
+/// update costs O(log n) time and O(log n) new storage, and a copy costs O(1).
+///
+/// | operation | cost |
+/// |---|---|
+/// | ``subscript(_:)``, ``inserting(_:_:)``, ``removing(_:)`` | O(log n) |
+/// | ``first``, ``last``, ``predecessor(of:)``, ``successor(of:)`` | O(log n) |
+/// | ``count``, copy | O(1) |
+/// | iteration of k elements from any start (``elements(from:reverse:)``) | O(log n + k) |
+/// | ``init(sorted:order:)`` from already sorted pairs | O(n) |
+///
+/// ```swift
+/// let map = SortedMap<ChildKey, Int, KeyOrder>(order: KeyOrder())
+///     .inserting("b", 2).inserting("10", 10).inserting("a", 1)
+/// Array(map.keys)   // ["10", "a", "b"]
+/// ```
+public struct SortedMap<Key: Sendable, Value: Sendable, Order: SortOrder<Key>>: Sendable {
+    @usableFromInline typealias Tree = AVLNode<Key, Value>
+
+    @usableFromInline let root: Tree?
+    /// The order the keys are kept in.
+    public let order: Order
+
+    public init(order: Order) {
+        self.root = nil
+        self.order = order
+    }
+
+    @usableFromInline init(root: Tree?, order: Order) {
+        self.root = root
+        self.order = order
+    }
+
+    /// A map from pairs already sorted by `order` with distinct keys, built balanced in O(n).
+    public init<C: Collection<(Key, Value)>>(sorted pairs: C, order: Order) {
+        let array = Array(pairs)
+        func build(_ range: Range<Int>) -> Tree? {
+            if range.isEmpty { return nil }
+            let mid = range.lowerBound + range.count / 2
+            return Tree(
+                key: array[mid].0, value: array[mid].1,
+                left: build(range.lowerBound..<mid), right: build(mid + 1..<range.upperBound))
+        }
+        self.init(root: build(0..<array.count), order: order)
+    }
+
+    @inlinable public var isEmpty: Bool { root == nil }
+    @inlinable public var count: Int { root?.count ?? 0 }
+
+    /// The value stored for `key`. O(log n).
+    @inlinable public subscript(key: Key) -> Value? {
+        var node = root
+        while let current = node {
+            let c = order.compare(key, current.key)
+            if c == 0 { return current.value }
+            node = c < 0 ? current.left : current.right
+        }
+        return nil
+    }
+
+    /// A map with `key` set to `value`. O(log n).
+    public func inserting(_ key: Key, _ value: Value) -> SortedMap {
+        SortedMap(root: Self.insert(root, key, value, order), order: order)
+    }
+
+    /// A map without `key` (the same map when absent). O(log n).
+    public func removing(_ key: Key) -> SortedMap {
+        guard self[key] != nil else { return self }
+        return SortedMap(root: Self.remove(root, key, order), order: order)
+    }
+
+    /// The smallest entry. O(log n).
+    public var first: (key: Key, value: Value)? {
+        guard var node = root else { return nil }
+        while let left = node.left { node = left }
+        return (node.key, node.value)
+    }
+
+    /// The largest entry. O(log n).
+    public var last: (key: Key, value: Value)? {
+        guard var node = root else { return nil }
+        while let right = node.right { node = right }
+        return (node.key, node.value)
+    }
+
+    /// The entry just before `key` (which need not be present). O(log n).
+    public func predecessor(of key: Key) -> (key: Key, value: Value)? {
+        var node = root
+        var best: Tree?
+        while let current = node {
+            if order.compare(current.key, key) < 0 {
+                best = current
+                node = current.right
+            } else {
+                node = current.left
+            }
+        }
+        return best.map { ($0.key, $0.value) }
+    }
+
+    /// The entry just after `key` (which need not be present). O(log n).
+    public func successor(of key: Key) -> (key: Key, value: Value)? {
+        var node = root
+        var best: Tree?
+        while let current = node {
+            if order.compare(current.key, key) > 0 {
+                best = current
+                node = current.left
+            } else {
+                node = current.right
+            }
+        }
+        return best.map { ($0.key, $0.value) }
+    }
+
+    /// The entries in order (or reverse order), starting at the first key `>= start`
+    /// (`<= start` when reversed), or at the first (last) entry when `start` is `nil`.
+    public func elements(from start: Key? = nil, reverse: Bool = false) -> Elements {
+        Elements(root: root, start: start, reverse: reverse, order: order)
+    }
+
+    /// The keys in order.
+    public var keys: LazyMapSequence<Elements, Key> { elements().lazy.map(\.key) }
+
+    /// Calls `body` for each entry in order; stops early when `body` returns `false`.
+    @discardableResult
+    public func forEach(_ body: (Key, Value) throws -> Bool) rethrows -> Bool {
+        func visit(_ node: Tree?) throws -> Bool {
+            guard let node else { return true }
+            return try visit(node.left) && body(node.key, node.value) && visit(node.right)
+        }
+        return try visit(root)
+    }
+}
+
+extension SortedMap: Sequence {
+    public func makeIterator() -> Elements.Iterator { elements().makeIterator() }
+}
+
+extension SortedMap {
+    /// An in-order walk over a ``SortedMap`` from a starting key, forwards or backwards.
+    public struct Elements: Sequence, Sendable {
+        let root: Tree?
+        let start: Key?
+        let reverse: Bool
+        let order: Order
+
+        public func makeIterator() -> Iterator {
+            var stack: [Tree] = []
+            stack.reserveCapacity(48)
+            var node = root
+            while let current = node {
+                if let start {
+                    let c = order.compare(current.key, start)
+                    if reverse {
+                        if c <= 0 {
+                            stack.append(current)
+                            node = c == 0 ? nil : current.right
+                        } else {
+                            node = current.left
+                        }
+                    } else {
+                        if c >= 0 {
+                            stack.append(current)
+                            node = c == 0 ? nil : current.left
+                        } else {
+                            node = current.right
+                        }
+                    }
+                } else {
+                    stack.append(current)
+                    node = reverse ? current.right : current.left
+                }
+            }
+            return Iterator(stack: stack, reverse: reverse)
+        }
+
+        public struct Iterator: IteratorProtocol {
+            var stack: [Tree]
+            let reverse: Bool
+
+            public mutating func next() -> (key: Key, value: Value)? {
+                guard let top = stack.popLast() else { return nil }
+                var node = reverse ? top.left : top.right
+                while let current = node {
+                    stack.append(current)
+                    node = reverse ? current.right : current.left
+                }
+                return (top.key, top.value)
+            }
+        }
+    }
+}
+
+extension SortedMap {
+    /// Checks the AVL, order and size invariants; returns a description of the first violation.
+    public func invariantViolation() -> String? {
+        func check(_ node: Tree?, _ low: Key?, _ high: Key?) -> (height: Int, count: Int)? {
+            guard let node else { return (0, 0) }
+            if let low, order.compare(low, node.key) >= 0 { return nil }
+            if let high, order.compare(node.key, high) >= 0 { return nil }
+            guard let l = check(node.left, low, node.key), let r = check(node.right, node.key, high) else { return nil }
+            guard abs(l.height - r.height) <= 1, Int(node.height) == Swift.max(l.height, r.height) + 1,
+                node.count == l.count + r.count + 1
+            else { return nil }
+            return (Int(node.height), node.count)
+        }
+        return check(root, nil, nil) == nil ? "AVL invariant violated" : nil
+    }
+}
+
+@usableFromInline final class AVLNode<Key: Sendable, Value: Sendable>: Sendable {
+    @usableFromInline let key: Key
+    @usableFromInline let value: Value
+    @usableFromInline let left: AVLNode?
+    @usableFromInline let right: AVLNode?
+    @usableFromInline let height: Int8
+    @usableFromInline let count: Int
+
+    @usableFromInline init(key: Key, value: Value, left: AVLNode?, right: AVLNode?) {
+        self.key = key
+        self.value = value
+        self.left = left
+        self.right = right
+        self.height = Swift.max(left?.height ?? 0, right?.height ?? 0) + 1
+        self.count = (left?.count ?? 0) + (right?.count ?? 0) + 1
+    }
+}
+
+extension SortedMap {
+    static func height(_ node: Tree?) -> Int8 { node?.height ?? 0 }
+
+    static func balanced(_ key: Key, _ value: Value, _ left: Tree?, _ right: Tree?) -> Tree {
+        let hl = height(left)
+        let hr = height(right)
+        if hl > hr + 1, let left {
+            if height(left.left) >= height(left.right) {
+                return Tree(
+                    key: left.key, value: left.value, left: left.left,
+                    right: Tree(key: key, value: value, left: left.right, right: right))
+            }
+            guard let lr = left.right else { preconditionFailure("AVL: missing left-right child") }
+            return Tree(
+                key: lr.key, value: lr.value,
+                left: Tree(key: left.key, value: left.value, left: left.left, right: lr.left),
+                right: Tree(key: key, value: value, left: lr.right, right: right))
+        }
+        if hr > hl + 1, let right {
+            if height(right.right) >= height(right.left) {
+                return Tree(
+                    key: right.key, value: right.value,
+                    left: Tree(key: key, value: value, left: left, right: right.left), right: right.right)
+            }
+            guard let rl = right.left else { preconditionFailure("AVL: missing right-left child") }
+            return Tree(
+                key: rl.key, value: rl.value,
+                left: Tree(key: key, value: value, left: left, right: rl.left),
+                right: Tree(key: right.key, value: right.value, left: rl.right, right: right.right))
+        }
+        return Tree(key: key, value: value, left: left, right: right)
+    }
+
+    static func insert(_ node: Tree?, _ key: Key, _ value: Value, _ order: Order) -> Tree {
+        guard let node else { return Tree(key: key, value: value, left: nil, right: nil) }
+        let c = order.compare(key, node.key)
+        if c == 0 { return Tree(key: key, value: value, left: node.left, right: node.right) }
+        if c < 0 { return balanced(node.key, node.value, insert(node.left, key, value, order), node.right) }
+        return balanced(node.key, node.value, node.left, insert(node.right, key, value, order))
+    }
+
+    static func removeMin(_ node: Tree) -> (min: Tree, rest: Tree?) {
+        guard let left = node.left else { return (node, node.right) }
+        let (min, rest) = removeMin(left)
+        return (min, balanced(node.key, node.value, rest, node.right))
+    }
+
+    static func remove(_ node: Tree?, _ key: Key, _ order: Order) -> Tree? {
+        guard let node else { return nil }
+        let c = order.compare(key, node.key)
+        if c < 0 { return balanced(node.key, node.value, remove(node.left, key, order), node.right) }
+        if c > 0 { return balanced(node.key, node.value, node.left, remove(node.right, key, order)) }
+        guard let left = node.left else { return node.right }
+        guard let right = node.right else { return left }
+        let (min, rest) = removeMin(right)
+        return balanced(min.key, min.value, left, rest)
+    }
+}
