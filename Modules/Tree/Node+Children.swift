@@ -1,3 +1,5 @@
+import Synchronization
+
 extension Node {
     /// The children in the order of `index`, starting at the first child not before `start`
     /// (not after it when `reverse`).
@@ -79,5 +81,14 @@ public struct ChildSequence: Sequence, Sendable {
                 return element?.key
             }
         }
+    }
+}
+
+extension Node {
+    /// Whether this node already holds a sorted index for `index` (built by an earlier query on it
+    /// or carried over from the node it was derived from). Key order never needs one.
+    public func hasBuiltIndex(_ index: Index) -> Bool {
+        guard case .children(let storage) = storage else { return false }
+        return storage.cache.withLock { $0.indexes[index] != nil }
     }
 }
