@@ -94,15 +94,24 @@ struct SyncPointSpecRunner {
         Failure(description: "\(name) [step \(step)\(prefix.isEmpty ? "" : " under \(prefix)")]: \(message)")
     }
 
-    /// Events must match one for one, in any order: the official harnesses compare the spec's
-    /// events as a set, and some cases list them in an order no client raises them in. Delivery
-    /// order is covered by the sync engine's own tests.
+    /// Events must match one for one. Like the official harnesses, the spec's list is matched as a
+    /// set (some cases list events in an order no client raises them in), and each listener's
+    /// events must come in type order: removed, added, moved, changed, value.
     private func compare(expected: JSONValue?, actual: [Event], step: Int) throws {
         guard case .array(let expectedEvents)? = expected else { throw failure(step, "step without events") }
         let rendered = actual.map(describe)
         guard expectedEvents.count == actual.count else {
             let expectedText = expectedEvents.map { $0.serialized() }
             throw failure(step, "expected \(expectedEvents.count) events \(expectedText), got \(actual.count): \(rendered)")
+        }
+        var lastRank: [Int: Int] = [:]
+        for event in actual {
+            guard case .data(let registration, _, let change) = event else { continue }
+            let rank = Self.eventOrder.firstIndex(of: change.type) ?? 0
+            if let last = lastRank[registration.id], last > rank {
+                throw failure(step, "listener \(registration.id) got \(change.type.rawValue) too late: \(rendered)")
+            }
+            lastRank[registration.id] = rank
         }
         var unmatched = actual
         for expectedEvent in expectedEvents {
@@ -113,6 +122,8 @@ struct SyncPointSpecRunner {
             unmatched.remove(at: index)
         }
     }
+
+    static let eventOrder: [EventType] = [.childRemoved, .childAdded, .childMoved, .childChanged, .value]
 
     private func matches(_ event: Event, _ expected: JSONValue, _ expectedNode: Node) -> Bool {
         guard case .data(_, let eventPath, let change) = event else { return false }
