@@ -15,10 +15,22 @@ let package = Package(
         .library(name: "Tree", targets: ["Tree"]),
         .library(name: "Query", targets: ["Query"]),
         .library(name: "SyncEngine", targets: ["SyncEngine"]),
+        .library(name: "Persistence", targets: ["Persistence"]),
+        .library(name: "Transport", targets: ["Transport"]),
+        .library(name: "Presence", targets: ["Presence"]),
+        .library(name: "CanopyServer", targets: ["CanopyServer"]),
+        .executable(name: "canopy-server", targets: ["canopy-server"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
         .target(
@@ -34,6 +46,52 @@ let package = Package(
             path: "Modules/SyncEngine",
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "Persistence",
+            dependencies: [
+                "Tree",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Modules/Persistence",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "Transport",
+            dependencies: ["Tree", "Query"],
+            path: "Modules/Transport",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "Presence",
+            dependencies: ["Tree", "Transport"],
+            path: "Modules/Presence",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "CanopyServer",
+            dependencies: [
+                "Tree", "Query", "Persistence", "Transport", "Presence",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            path: "Modules/Server",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "canopy-server",
+            dependencies: [
+                "CanopyServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Apps/canopy-server",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "TreeTests",
             dependencies: ["Tree", .product(name: "PropertyBased", package: "swift-property-based")],
@@ -42,6 +100,16 @@ let package = Package(
         .testTarget(
             name: "QueryTests",
             dependencies: ["Tree", "Query", .product(name: "PropertyBased", package: "swift-property-based")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PersistenceTests",
+            dependencies: ["Tree", "Persistence"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "TransportTests",
+            dependencies: ["Tree", "Query", "Transport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

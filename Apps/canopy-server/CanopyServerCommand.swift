@@ -1,0 +1,72 @@
+import ArgumentParser
+import CanopyServer
+import Foundation
+import Logging
+
+/// `canopy-server`: runs the database server.
+@main
+struct CanopyServerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "canopy-server",
+        abstract: "A realtime JSON-tree database speaking Firebase's realtime protocol and REST dialect.",
+        discussion: """
+            With no options it serves 127.0.0.1:9000 and keeps one SQLite database per namespace in \
+            ./canopy-data. Every option can also be set through the environment variable named beside it.
+            """)
+
+    @Option(help: "Address to bind. (CANOPY_HOST)")
+    var host: String = env("CANOPY_HOST") ?? "127.0.0.1"
+
+    @Option(help: "Port to bind; 0 picks a free port. (CANOPY_PORT)")
+    var port: Int = env("CANOPY_PORT").flatMap(Int.init) ?? 9000
+
+    @Option(name: .customLong("data"), help: "Folder for the SQLite databases. (CANOPY_DATA)")
+    var dataDirectory: String = env("CANOPY_DATA") ?? "./canopy-data"
+
+    @Flag(help: "Keep data in memory only (nothing is written to disk).")
+    var inMemory = false
+
+    @Option(help: "Namespace for clients that name none. (CANOPY_DEFAULT_NAMESPACE)")
+    var defaultNamespace: String = env("CANOPY_DEFAULT_NAMESPACE") ?? "default"
+
+    @Option(help: "Seconds between WebSocket pings; a peer silent for two intervals is dropped. (CANOPY_HEARTBEAT_INTERVAL)")
+    var heartbeatInterval: Double = env("CANOPY_HEARTBEAT_INTERVAL").flatMap(Double.init) ?? 20
+
+    @Option(help: "Seconds between keep-alive events on REST event streams. (CANOPY_SSE_KEEPALIVE_INTERVAL)")
+    var sseKeepaliveInterval: Double = env("CANOPY_SSE_KEEPALIVE_INTERVAL").flatMap(Double.init) ?? 30
+
+    @Option(help: "Largest realtime message or REST body accepted, in bytes. (CANOPY_MAX_MESSAGE_BYTES)")
+    var maxMessageBytes: Int = env("CANOPY_MAX_MESSAGE_BYTES").flatMap(Int.init) ?? 16 * 1024 * 1024
+
+    @Flag(inversion: .prefixedNo, help: "fsync every commit (survives power loss); without, commits survive a process crash only.")
+    var fsync = true
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical. (CANOPY_LOG_LEVEL)")
+    var logLevel: String = env("CANOPY_LOG_LEVEL") ?? "info"
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        guard heartbeatInterval > 0 else { throw ValidationError("--heartbeat-interval must be positive") }
+        guard sseKeepaliveInterval > 0 else { throw ValidationError("--sse-keepalive-interval must be positive") }
+        guard maxMessageBytes >= 1024 else { throw ValidationError("--max-message-bytes must be at least 1024") }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
+    }
+
+    func run() async throws {
+        var logger = Logger(label: "canopy-server")
+        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        var configuration = ServerConfiguration()
+        configuration.host = host
+        configuration.port = port
+        configuration.dataDirectory = inMemory ? nil : dataDirectory
+        configuration.defaultNamespace = defaultNamespace
+        configuration.heartbeatInterval = .milliseconds(Int(heartbeatInterval * 1000))
+        configuration.sseKeepaliveInterval = .milliseconds(Int(sseKeepaliveInterval * 1000))
+        configuration.maxMessageBytes = maxMessageBytes
+        configuration.fsync = fsync
+        let server = CanopyServer(configuration: configuration, logger: logger)
+        try await server.run(handleSignals: true)
+    }
+}
+
+private func env(_ name: String) -> String? { ProcessInfo.processInfo.environment[name] }

@@ -1,0 +1,73 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Prometheus
+import Query
+import Tree
+
+/// A REST event-stream listener: pushes become `put` / `patch` events relative to its location.
+final class EventStreamSubscriber: Subscriber {
+    let subscriberID = SubscriberIDs.make()
+    let location: Path
+    let events: AsyncStream<String>
+    private let continuation: AsyncStream<String>.Continuation
+
+    init(location: Path) {
+        self.location = location
+        (events, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .unbounded)
+    }
+
+    func deliver(_ push: Push) {
+        let relative = location.contains(push.path) ? Path.relative(from: location, to: push.path) : .root
+        let name = push.kind == .merge ? "patch" : "put"
+        send(event: name, data: ["path": .string(relative.description), "data": push.data])
+    }
+
+    func send(event: String, data: JSONValue) {
+        continuation.yield("event: \(event)\ndata: \(data.serialized())\n\n")
+    }
+
+    func finish() { continuation.finish() }
+}
+
+extension CanopyServer {
+    /// `GET` with `Accept: text/event-stream`: the listener is registered and its first `put` queued
+    /// before the headers go out; `keep-alive` events follow at the configured interval.
+    func eventStream(_ rest: RESTRequest, database: Database) async -> Response {
+        let params: QueryParams
+        do {
+            params = try QueryParams(restParameters: rest.parameters)
+        } catch {
+            return Self.error(.badRequest, error.description)
+        }
+        let subscriber = EventStreamSubscriber(location: rest.path)
+        let listen = await database.listen(
+            subscriber, path: rest.path, params: params, queryID: params.queryIdentifier, tag: nil, hash: nil)
+        if let push = listen.push { subscriber.deliver(push) }
+        metrics.connections.increment()
+        let keepalive = configuration.sseKeepaliveInterval
+        let metrics = metrics
+        var headers = HTTPFields()
+        headers[.contentType] = "text/event-stream; charset=utf-8"
+        headers[.cacheControl] = "no-cache"
+        let body = ResponseBody { writer in
+            let ticker = Task {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: keepalive)
+                    subscriber.send(event: "keep-alive", data: .null)
+                }
+            }
+            defer {
+                ticker.cancel()
+                subscriber.finish()
+                metrics.connections.decrement()
+                Task { await database.removeSubscriber(subscriber.subscriberID) }
+            }
+            for await event in subscriber.events {
+                try await writer.write(ByteBuffer(string: event))
+            }
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: headers, body: body)
+    }
+}

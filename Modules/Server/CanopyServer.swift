@@ -1,0 +1,101 @@
+import Hummingbird
+import HummingbirdWebSocket
+public import Logging
+import NIOCore
+import ServiceLifecycle
+import UnixSignals
+import Foundation
+import Synchronization
+
+/// The Canopy server: realtime WebSocket protocol, REST and event streams over HTTP, one SQLite
+/// database per namespace.
+///
+/// ```swift
+/// var configuration = ServerConfiguration()
+/// configuration.port = 0                      // any free port
+/// let server = CanopyServer(configuration: configuration)
+/// try await server.run { port in print("listening on \(port)") }
+/// ```
+public struct CanopyServer: Sendable {
+    public let configuration: ServerConfiguration
+    public let metrics: ServerMetrics
+    let databases: DatabaseRegistry
+    let sessions = SessionRegistry()
+    let logger: Logger
+    private let boundPort = BoundPort()
+
+    public init(configuration: ServerConfiguration, logger: Logger = Logger(label: "canopy")) {
+        self.configuration = configuration
+        self.logger = logger
+        let metrics = ServerMetrics()
+        self.metrics = metrics
+        self.databases = DatabaseRegistry(configuration: configuration, metrics: metrics, logger: logger)
+    }
+
+    /// The `host:port` the hello message advertises (clients reconnect there).
+    var advertisedHost: String {
+        let port = boundPort.value.withLock { $0 } ?? configuration.port
+        return "\(configuration.host):\(port)"
+    }
+
+    /// The HTTP application with the WebSocket upgrade at `/.ws`.
+    func makeApplication(onRunning: @escaping @Sendable (Int) async -> Void) -> some ApplicationProtocol {
+        let server = self
+        let responder = CallbackResponder<BasicRequestContext> { request, context in
+            try await server.respond(to: request, context: context)
+        }
+        let webSocket = WebSocketServerConfiguration(
+            maxFrameSize: max(1 << 20, min(configuration.maxMessageBytes, 1 << 24)),
+            autoPing: .enabled(timePeriod: configuration.heartbeatInterval))
+        return Application(
+            responder: responder,
+            server: .http1WebSocketUpgrade(configuration: .init(ws: webSocket)) { request, _, _ in
+                guard let target = request.path, target.hasPrefix("/.ws") else { return .dontUpgrade }
+                let parameters = Self.queryParameters(of: target)
+                return .upgrade([:]) { inbound, outbound, context in
+                    try await server.serveRealtime(
+                        inbound: inbound, outbound: outbound, parameters: parameters, logger: context.logger)
+                }
+            },
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Canopy"),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? server.configuration.port
+                server.boundPort.value.withLock { $0 = port }
+                server.logger.info("canopy-server listening", metadata: ["host": "\(server.configuration.host)", "port": "\(port)"])
+                await onRunning(port)
+            },
+            logger: logger
+        )
+    }
+
+    /// Runs until cancelled or, with `handleSignals`, until SIGINT/SIGTERM; then stops accepting
+    /// connections, finishes in-flight requests and commits everything queued.
+    public func run(handleSignals: Bool = false, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        let application = makeApplication(onRunning: onRunning)
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [
+                    .init(service: DatabaseService(registry: databases)),
+                    .init(service: application),
+                ],
+                gracefulShutdownSignals: handleSignals ? [.sigterm, .sigint] : [],
+                logger: logger))
+        try await group.run()
+    }
+
+    static func queryParameters(of target: String) -> [String: String] {
+        guard let query = target.split(separator: "?", maxSplits: 1).dropFirst().first else { return [:] }
+        var parameters: [String: String] = [:]
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = String(parts[0])
+            parameters[name] = parts.count > 1 ? (String(parts[1]).removingPercentEncoding ?? String(parts[1])) : ""
+        }
+        return parameters
+    }
+}
+
+/// The port the server bound, once it runs.
+final class BoundPort: Sendable {
+    let value = Mutex<Int?>(nil)
+}

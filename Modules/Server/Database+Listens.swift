@@ -1,0 +1,152 @@
+import Prometheus
+import Query
+import Tree
+
+/// What a new listen sends first.
+struct ListenAnswer: Sendable {
+    /// The initial data (nil when the client's hash shows it already has it).
+    var push: Push?
+    /// Warnings for the `ok` answer (`no_index`).
+    var warnings: [String]
+}
+
+extension Database {
+    /// Registers a listen and returns its initial data.
+    ///
+    /// Plain listens get the data at `path`; filtered queries get their window, tagged, and keep a
+    /// server-side ``View`` so later writes push only what entered, changed in or left the window.
+    func listen(
+        _ subscriber: any Subscriber, path: Path, params: QueryParams, queryID: String, tag: Int?, hash: String?
+    ) -> ListenAnswer {
+        let data = root.child(at: path)
+        var warnings: [String] = []
+        if case .child(let child) = params.index, !indexedChildren(at: path).contains(child.wireString) {
+            warnings.append("no_index")
+        }
+        var listener = Listener(
+            subscriber: subscriber, path: path, queryID: queryID, params: params, tag: tag, view: nil)
+        let push: Push?
+        if params.loadsAllData {
+            push = hash == data.hash && hash?.isEmpty == false ? nil : Push(kind: .overwrite, path: path, data: data.json(exportFormat: true), tag: tag)
+        } else {
+            let complete = CacheNode(node: data, isFullyInitialized: true, isFiltered: false)
+            let view = View(params: params, initialCache: ViewCache(eventCache: complete, serverCache: complete))
+            listener.view = view
+            let window = view.completeEventNode ?? .empty
+            push = Push(kind: .overwrite, path: path, data: window.json(exportFormat: true), tag: tag)
+        }
+        if listeners.add(listener) { metrics.listeners.increment() }
+        return ListenAnswer(push: push, warnings: warnings)
+    }
+
+    func unlisten(subscriberID: Int, path: Path, queryID: String) {
+        if listeners.remove(subscriberID: subscriberID, path: path, queryID: queryID) != nil {
+            metrics.listeners.decrement()
+        }
+    }
+
+    /// Drops every listen of a subscriber that went away.
+    func removeSubscriber(_ subscriberID: Int) {
+        let before = listeners.count
+        listeners.removeAll(subscriberID: subscriberID)
+        metrics.listeners.decrement(by: Double(before - listeners.count))
+    }
+
+    /// The data a one-shot read of `params` at `path` returns (the query applied on the server).
+    func read(_ path: Path, params: QueryParams) -> Node {
+        let data = root.child(at: path)
+        if params.loadsAllData { return data }
+        var none: ChildChangeAccumulator?
+        return params.nodeFilter.updateFullNode(.empty, data, accumulator: &none)
+    }
+
+    /// The pushes a write at `path` (from `old` to `new`) causes, per subscriber, in order.
+    func fanOut(at path: Path, old: Node, new: Node, merge: [Path: Node]?) -> [(any Subscriber, Push)] {
+        var deliveries: [(any Subscriber, Push)] = []
+        let written = new.child(at: path)
+        var shared: Push?
+        let operation: Operation
+        if let merge {
+            var tree = ImmutableTree<Node>()
+            for (relative, node) in merge { tree = tree.setting(node, at: relative) }
+            operation = .merge(source: .server, path: path, children: tree)
+        } else {
+            operation = .overwrite(source: .server, path: path, node: written)
+        }
+        listeners.forEachAtOrAbove(path) { location, listener in
+            if listener.view != nil {
+                let relative = Path.relative(from: location, to: path)
+                if let push = Self.queryPush(&listener, operation: Self.rebase(operation, to: relative)) {
+                    deliveries.append((listener.subscriber, push))
+                }
+                return
+            }
+            if shared == nil {
+                if let merge {
+                    var members: [String: JSONValue] = [:]
+                    for (relative, node) in merge { members[relative.wireString] = node.json(exportFormat: true) }
+                    shared = Push(kind: .merge, path: path, data: .object(members), tag: nil)
+                } else {
+                    shared = Push(kind: .overwrite, path: path, data: written.json(exportFormat: true), tag: nil)
+                }
+            }
+            if let shared {
+                deliveries.append((listener.subscriber, listener.tag == nil ? shared : Push(kind: shared.kind, path: shared.path, data: shared.data, tag: listener.tag)))
+            }
+        }
+        var below: [Path: (changed: Bool, push: Push?)] = [:]
+        listeners.forEachBelow(path) { location, listener in
+            var entry = below[location] ?? (changed: old.child(at: location) != new.child(at: location), push: nil)
+            defer { below[location] = entry }
+            guard entry.changed else { return }
+            let value = new.child(at: location)
+            if listener.view != nil {
+                if let push = Self.queryPush(&listener, operation: .overwrite(source: .server, path: .root, node: value)) {
+                    deliveries.append((listener.subscriber, push))
+                }
+                return
+            }
+            if entry.push == nil {
+                entry.push = Push(kind: .overwrite, path: location, data: value.json(exportFormat: true), tag: nil)
+            }
+            if let push = entry.push {
+                deliveries.append((listener.subscriber, listener.tag == nil ? push : Push(kind: .overwrite, path: location, data: push.data, tag: listener.tag)))
+            }
+        }
+        return deliveries
+    }
+
+    /// `operation` (at an absolute path) as seen from a listener `relative` levels above it.
+    private static func rebase(_ operation: Operation, to relative: Path) -> Operation {
+        switch operation {
+        case .overwrite(let source, _, let node): .overwrite(source: source, path: relative, node: node)
+        case .merge(let source, _, let children): .merge(source: source, path: relative, children: children)
+        default: operation
+        }
+    }
+
+    /// Applies an operation to a filtered listener's view; returns the tagged push for what changed.
+    private static func queryPush(_ listener: inout Listener, operation: Operation) -> Push? {
+        guard var view = listener.view else { return nil }
+        let changes = view.apply(operation, writes: NoPendingWrites(), completeServerCache: nil)
+        listener.view = view
+        var members: [String: JSONValue] = [:]
+        var valueChanged = false
+        for change in changes {
+            switch change.type {
+            case .childAdded, .childChanged, .childMoved:
+                if let name = change.childName { members[name.string] = change.node.json(exportFormat: true) }
+            case .childRemoved:
+                if let name = change.childName { members[name.string] = .null }
+            case .value:
+                valueChanged = true
+            }
+        }
+        if !members.isEmpty {
+            return Push(kind: .merge, path: listener.path, data: .object(members), tag: listener.tag)
+        }
+        guard valueChanged else { return nil }
+        let window = view.completeEventNode ?? .empty
+        return Push(kind: .overwrite, path: listener.path, data: window.json(exportFormat: true), tag: listener.tag)
+    }
+}

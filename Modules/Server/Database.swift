@@ -1,0 +1,178 @@
+import Foundation
+import Logging
+import Persistence
+import Prometheus
+import Query
+import Tree
+
+/// One database (namespace): the tree in memory, its durable store, and its listeners.
+///
+/// Every write is validated, applied to the in-memory tree at once (so later reads and
+/// compare-and-sets see it), handed to the ``CommitQueue`` and acknowledged — together with the
+/// updates it causes for listeners, which go out first — once its batch is durable. Reads and
+/// fan-out never touch the disk.
+actor Database {
+    let name: String
+    private(set) var root: Node
+    private let commits: CommitQueue
+    private let store: any ServerStore
+    var listeners = ListenerTree()
+    let metrics: ServerMetrics
+    private let logger: Logger
+    let pushIDs = PushIDGenerator()
+    private(set) var rules: JSONValue
+
+    /// The default rules document: everything readable and writable (rules are not enforced yet).
+    static let openRules: JSONValue = ["rules": [".read": true, ".write": true]]
+
+    init(name: String, store: any ServerStore, commits: CommitQueue, metrics: ServerMetrics, logger: Logger) throws {
+        self.name = name
+        self.store = store
+        self.commits = commits
+        self.metrics = metrics
+        self.logger = logger
+        self.root = try store.loadTree()
+        self.rules = try store.setting("rules") ?? Self.openRules
+    }
+
+    /// Milliseconds since 1970 on the server's clock.
+    nonisolated static func now() -> Double {
+        (Date().timeIntervalSince1970 * 1000).rounded()
+    }
+
+    var listenerCount: Int { listeners.count }
+
+    // MARK: Writes
+
+    /// `set(path, json)`; with `expectedHash`, a compare-and-set against the current hash
+    /// (`""` for absent data). `reply` runs once the write is durable and its updates were pushed.
+    func set(
+        _ path: Path, json: JSONValue, expectedHash: String? = nil,
+        reply: @escaping @Sendable (WriteOutcome) -> Void
+    ) {
+        let context = ServerValueContext(now: Self.now())
+        let node: Node
+        do {
+            node = try Node(json: json, at: path, existing: root.child(at: path), serverValues: context)
+        } catch {
+            reply(.rejected(.invalidData(error.description)))
+            return
+        }
+        if let expectedHash, root.child(at: path).hash != expectedHash {
+            let current = root.child(at: path)
+            commits.submit([]) { _ in reply(.datastale(current: current)) }
+            return
+        }
+        apply(writes: [StoredWrite(path: path, node: node)], merge: nil, at: path) { error in
+            reply(error.map { .rejected($0) } ?? .ok(value: node))
+        }
+    }
+
+    /// A multi-path update: each member of `json` is a path relative to `path`.
+    func update(_ path: Path, json: JSONValue, reply: @escaping @Sendable (WriteOutcome) -> Void) {
+        guard case .object(let members) = json else {
+            reply(.rejected(.invalidData("an update must be an object of paths and values")))
+            return
+        }
+        let context = ServerValueContext(now: Self.now())
+        var children: [Path: Node] = [:]
+        do {
+            for (key, value) in members {
+                let relative = try Path(validating: key)
+                let absolute = path.child(relative)
+                if absolute.count > TreeLimits.maxDepth {
+                    throw TreeError.invalidPath(absolute.wireString, reason: "is deeper than \(TreeLimits.maxDepth) levels")
+                }
+                children[relative] = try Node(
+                    json: value, at: absolute, existing: root.child(at: absolute), serverValues: context)
+            }
+            try UpdateValidation.checkNoOverlap(children.keys)
+        } catch let error as TreeError {
+            reply(.rejected(.invalidData(error.description)))
+            return
+        } catch {
+            reply(.rejected(.invalidData("\(error)")))
+            return
+        }
+        if children.isEmpty {
+            commits.submit([]) { [root] _ in reply(.ok(value: root.child(at: path))) }
+            return
+        }
+        let writes = children.sorted { $0.key < $1.key }.map { StoredWrite(path: path.child($0.key), node: $0.value) }
+        apply(writes: writes, merge: children, at: path) { error in
+            reply(error.map { .rejected($0) } ?? .ok(value: .empty))
+        }
+    }
+
+    /// Applies validated writes in memory, computes the pushes they cause, and queues them for
+    /// commit; `done` gets `nil` once durable (after the pushes went out) or the error.
+    private func apply(
+        writes: [StoredWrite], merge: [Path: Node]?, at path: Path, done: @escaping @Sendable (WriteError?) -> Void
+    ) {
+        let old = root
+        var new = root
+        for write in writes { new = new.updating(at: write.path, to: write.node) }
+        root = new
+        let deliveries = fanOut(at: path, old: old, new: new, merge: merge)
+        metrics.writes.increment(by: Int64(writes.count))
+        let started = ContinuousClock.now
+        let metrics = metrics
+        let logger = logger
+        commits.submit(writes) { result in
+            metrics.commitLatency.record(ContinuousClock.now - started)
+            switch result {
+            case .success:
+                for (subscriber, push) in deliveries { subscriber.deliver(push) }
+                metrics.eventsFannedOut.increment(by: Int64(deliveries.count))
+                done(nil)
+            case .failure(let error):
+                logger.error("commit failed", metadata: ["error": "\(error)"])
+                done(WriteError(status: "storage_error", message: "the write could not be stored: \(error)"))
+            }
+        }
+    }
+
+    /// Runs a connection's onDisconnect writes (no one to answer).
+    func runDisconnectWrites(_ operations: [(path: Path, json: JSONValue, isUpdate: Bool)]) {
+        let logger = logger
+        for operation in operations {
+            let reply: @Sendable (WriteOutcome) -> Void = { outcome in
+                if case .rejected(let error) = outcome {
+                    logger.warning("onDisconnect write failed", metadata: ["path": "\(operation.path)", "error": "\(error)"])
+                }
+            }
+            if operation.isUpdate {
+                update(operation.path, json: operation.json, reply: reply)
+            } else {
+                set(operation.path, json: operation.json, reply: reply)
+            }
+        }
+    }
+
+    // MARK: Rules
+
+    func setRules(_ document: JSONValue, reply: @escaping @Sendable ((any Error)?) -> Void) {
+        rules = document
+        do {
+            try store.setSetting("rules", document)
+            reply(nil)
+        } catch {
+            reply(error)
+        }
+    }
+
+    /// The `.indexOn` entries of the rules at `path` (wildcards `$x` match any key).
+    func indexedChildren(at path: Path) -> [String] {
+        var node: JSONValue? = rules["rules"]
+        for key in path.components {
+            guard case .object(let members)? = node else { return [] }
+            node = members[key.string] ?? members.first { $0.key.hasPrefix("$") }?.value
+        }
+        switch node?[".indexOn"] {
+        case .string(let single)?: return [single]
+        case .array(let many)?: return many.compactMap(\.stringValue)
+        default: return []
+        }
+    }
+}
+

@@ -1,0 +1,84 @@
+import Foundation
+import Logging
+import Persistence
+import ServiceLifecycle
+
+/// The server's databases by namespace, opened (or created) on first use.
+actor DatabaseRegistry {
+    private var databases: [String: Database] = [:]
+    private var queues: [CommitQueue] = []
+    private var committers: [Task<Void, Never>] = []
+    private let configuration: ServerConfiguration
+    private let metrics: ServerMetrics
+    private let logger: Logger
+
+    init(configuration: ServerConfiguration, metrics: ServerMetrics, logger: Logger) {
+        self.configuration = configuration
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// Whether `name` can name a database: 1–63 of `a-z`, `0-9`, `-`, `_`.
+    nonisolated static func isValidName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 63
+            && name.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 45 || $0 == 95 }
+    }
+
+    enum LookupError: Error {
+        case invalidName(String)
+        case unknown(String)
+        case storage(String)
+    }
+
+    /// The database `name`, opening or creating it.
+    func database(_ name: String) throws(LookupError) -> Database {
+        if let database = databases[name] { return database }
+        guard Self.isValidName(name) else { throw .invalidName(name) }
+        let store: any ServerStore
+        do {
+            if let folder = configuration.dataDirectory {
+                let file = URL(fileURLWithPath: folder).appendingPathComponent("\(name).sqlite").path
+                if !configuration.createsNamespaces, !FileManager.default.fileExists(atPath: file) {
+                    throw LookupError.unknown(name)
+                }
+                store = try SQLiteServerStore(path: file, durability: configuration.fsync ? .full : .normal)
+            } else {
+                store = InMemoryServerStore()
+            }
+        } catch let error as LookupError {
+            throw error
+        } catch {
+            throw .storage("\(error)")
+        }
+        let queue = CommitQueue(store: store, logger: logger)
+        let database: Database
+        do {
+            database = try Database(name: name, store: store, commits: queue, metrics: metrics, logger: logger)
+        } catch {
+            throw .storage("\(error)")
+        }
+        committers.append(Task { await queue.run() })
+        queues.append(queue)
+        databases[name] = database
+        logger.info("opened database", metadata: ["namespace": "\(name)"])
+        return database
+    }
+
+    /// Commits everything queued, then stops the committers.
+    func shutdown() async {
+        for queue in queues { queue.finish() }
+        for committer in committers { await committer.value }
+        committers = []
+        queues = []
+    }
+}
+
+/// Keeps the committers running until graceful shutdown, then flushes them.
+struct DatabaseService: Service {
+    let registry: DatabaseRegistry
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await registry.shutdown()
+    }
+}

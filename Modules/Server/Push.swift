@@ -1,0 +1,55 @@
+import Synchronization
+public import Tree
+import Transport
+
+/// A data update for listeners: the wire `d` (overwrite) or `m` (merge) message.
+///
+/// One push is shared by every plain listener at the same location, and its wire text is
+/// encoded once, however many connections it goes to.
+public final class Push: Sendable {
+    public enum Kind: Sendable { case overwrite, merge }
+
+    public let kind: Kind
+    /// The absolute location the data is at (for merges, the location the member paths are relative to).
+    public let path: Path
+    /// Export-format JSON: for merges, an object of relative paths.
+    public let data: JSONValue
+    /// The filtered query the push is for, if any.
+    public let tag: Int?
+    private let encoded = Mutex<String?>(nil)
+
+    public init(kind: Kind, path: Path, data: JSONValue, tag: Int?) {
+        self.kind = kind
+        self.path = path
+        self.data = data
+        self.tag = tag
+    }
+
+    /// The realtime-protocol text of this push.
+    public var wireText: String {
+        if let text = encoded.withLock({ $0 }) { return text }
+        let message: ServerMessage =
+            switch kind {
+            case .overwrite: .overwrite(path: path.wireString, data: data, tag: tag)
+            case .merge: .merge(path: path.wireString, data: data, tag: tag)
+            }
+        let text = message.text
+        encoded.withLock { $0 = text }
+        return text
+    }
+}
+
+/// Something that receives pushes: a realtime connection or a REST event stream.
+///
+/// `deliver` must not block: it queues the push for the subscriber's own writer.
+public protocol Subscriber: AnyObject, Sendable {
+    /// Unique among live subscribers.
+    var subscriberID: Int { get }
+    func deliver(_ push: Push)
+}
+
+/// Hands out subscriber ids.
+enum SubscriberIDs {
+    private static let next = Atomic<Int>(1)
+    static func make() -> Int { next.add(1, ordering: .relaxed).oldValue }
+}

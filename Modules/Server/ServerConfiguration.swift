@@ -1,0 +1,23 @@
+/// How a ``CanopyServer`` runs. Every field has a working default.
+public struct ServerConfiguration: Sendable {
+    /// Address to bind (default `127.0.0.1`).
+    public var host: String = "127.0.0.1"
+    /// Port to bind; `0` picks a free one (default `9000`).
+    public var port: Int = 9000
+    /// Folder holding one SQLite database per namespace; `nil` keeps data in memory only.
+    public var dataDirectory: String? = "./canopy-data"
+    /// The namespace of clients that name none (no `ns`, and a Host that is an IP or localhost).
+    public var defaultNamespace: String = "default"
+    /// Whether an unknown namespace is created on first use (otherwise REST answers 404).
+    public var createsNamespaces: Bool = true
+    /// Interval of the server's WebSocket pings; a peer silent for two intervals is dropped.
+    public var heartbeatInterval: Duration = .seconds(20)
+    /// Interval of `keep-alive` events on REST event streams.
+    public var sseKeepaliveInterval: Duration = .seconds(30)
+    /// Largest realtime message or REST body accepted, in bytes.
+    public var maxMessageBytes: Int = 16 * 1024 * 1024
+    /// Whether commits are fsynced (survive power loss) or only written (survive a process crash).
+    public var fsync: Bool = true
+
+    public init() {}
+}

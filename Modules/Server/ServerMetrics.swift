@@ -1,0 +1,37 @@
+public import Prometheus
+
+/// The server's Prometheus metrics, served at `/metrics`.
+public final class ServerMetrics: Sendable {
+    public let registry: PrometheusCollectorRegistry
+    let connections: Gauge
+    let listeners: Gauge
+    let writes: Counter
+    let eventsFannedOut: Counter
+    let commitLatency: DurationHistogram
+    let restRequests: Counter
+
+    public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+        self.registry = registry
+        func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
+            MetricNameDescriptor(namespace: "canopy", metricName: metric, unitName: unit, helpText: help)
+        }
+        connections = registry.makeGauge(descriptor: name("connections", "open", "Open realtime connections and event streams"))
+        listeners = registry.makeGauge(descriptor: name("listeners", "active", "Active listens"))
+        writes = registry.makeCounter(descriptor: name("writes", "total", "Writes applied (each path of an update counts)"))
+        eventsFannedOut = registry.makeCounter(descriptor: name("events_fanned_out", "total", "Updates pushed to listeners"))
+        restRequests = registry.makeCounter(descriptor: name("rest_requests", "total", "REST requests answered"))
+        commitLatency = registry.makeDurationHistogram(
+            descriptor: name("commit_latency", "seconds", "Time from a write being applied to its batch being durable"),
+            buckets: [
+                .microseconds(100), .microseconds(500), .milliseconds(1), .milliseconds(5), .milliseconds(10),
+                .milliseconds(50), .milliseconds(100), .milliseconds(500), .seconds(1),
+            ])
+    }
+
+    /// The metrics in the Prometheus text format.
+    public func exposition() -> String {
+        var buffer: [UInt8] = []
+        registry.emit(into: &buffer)
+        return String(decoding: buffer, as: UTF8.self)
+    }
+}

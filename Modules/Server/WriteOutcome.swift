@@ -1,0 +1,33 @@
+public import Tree
+
+/// How a write ended.
+public enum WriteOutcome: Sendable, Equatable {
+    /// Applied and durable; `value` is the data now at the written location.
+    case ok(value: Node)
+    /// A compare-and-set found other data; `current` is what is there.
+    case datastale(current: Node)
+    /// Refused before anything changed.
+    case rejected(WriteError)
+}
+
+/// Why a write or read was refused: the realtime-protocol status and a message for people.
+public struct WriteError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The protocol status (`invalid_path`, `invalid_data`, `datastale`, `storage_error`, ...).
+    public var status: String
+    public var message: String
+
+    public init(status: String, message: String) {
+        self.status = status
+        self.message = message
+    }
+
+    public static func invalidPath(_ error: TreeError) -> WriteError {
+        WriteError(status: "invalid_path", message: error.description)
+    }
+
+    public static func invalidData(_ message: String) -> WriteError {
+        WriteError(status: "invalid_data", message: message)
+    }
+
+    public var description: String { "\(status): \(message)" }
+}
