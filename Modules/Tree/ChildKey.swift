@@ -137,7 +137,10 @@ public struct ChildKey: Sendable, Hashable, Comparable, CustomStringConvertible,
         case (let x?, let y?):
             if x != y { return x < y ? -1 : 1 }
             let (la, lb) = (a.string.utf8.count, b.string.utf8.count)
-            return la == lb ? 0 : (la < lb ? -1 : 1)
+            if la != lb { return la < lb ? -1 : 1 }
+            // Only "-0" and "00" (and longer zero spellings) get here as distinct keys; they must not
+            // compare equal, or a child map would take one for the other.
+            return compareStrings(a.string, b.string)
         case (.some, .none): return -1
         case (.none, .some): return 1
         case (.none, .none): return compareStrings(a.string, b.string)

@@ -10,7 +10,8 @@ public struct NamedNode: Sendable, Equatable, CustomStringConvertible {
 
     /// Sorts before every child in every index.
     public static let min = NamedNode(name: .min, node: .empty)
-    /// Sorts after every child in every index.
+    /// Sorts after every child in the key, priority and value indexes. Not in a child index, which
+    /// reads the bound's child at its path (empty here): use ``Index/maxPost`` as the general bound.
     public static let max = NamedNode(name: .max, node: .maxSentinel)
 
     public var description: String { "\(name): \(node)" }

@@ -1,0 +1,168 @@
+import PropertyBased
+import Testing
+import Tree
+
+struct SortedMapTests {
+    typealias IntMap = SortedMap<Int, Int, NaturalOrder<Int>>
+
+    /// One step of a random edit sequence: insert `key → value`, or remove `key`.
+    struct Step: CustomStringConvertible {
+        var insert: Bool
+        var key: Int
+        var value: Int
+        var description: String { insert ? "+\(key)=\(value)" : "-\(key)" }
+    }
+
+    struct Entry: Equatable, CustomStringConvertible {
+        var key: Int
+        var value: Int
+        var description: String { "\(key)=\(value)" }
+    }
+
+    static let keyRange = 0...30
+    /// Probe keys: every possible key plus one outside each end.
+    static let probes = Array(keyRange.lowerBound - 1...keyRange.upperBound + 1)
+
+    static let steps = zip(Gen.bool(0.6), Gen.int(in: keyRange), Gen.int(in: 0...999))
+        .map { Step(insert: $0.0, key: $0.1, value: $0.2) }
+        .array(of: 0...120)
+
+    @Test func randomEditsMatchDictionaryModel() async {
+        await propertyCheck(count: 60, input: Self.steps) { steps in
+            var map = IntMap(order: NaturalOrder())
+            var model: [Int: Int] = [:]
+            for step in steps {
+                let before = (map: map, entries: Self.entries(of: model))
+                if step.insert {
+                    map = map.inserting(step.key, step.value)
+                    model[step.key] = step.value
+                } else {
+                    map = map.removing(step.key)
+                    model[step.key] = nil
+                }
+                #expect(map.invariantViolation() == nil, "after \(step)")
+                let problems = Self.differences(map, model)
+                #expect(problems.isEmpty, "after \(step): \(problems)")
+                // Persistence: the map before the step still holds exactly what it held.
+                #expect(Self.entries(of: before.map) == before.entries, "old map changed by \(step)")
+                if problems.isEmpty == false { return }
+            }
+        }
+    }
+
+    @Test func buildingFromSortedPairsGivesValidTree() async {
+        await propertyCheck(count: 100, input: Gen.int(in: 0...300), Gen.int(in: 0...300)) { count, extra in
+            let pairs = (0..<count).map { ($0 * 2, $0) }
+            let map = IntMap(sorted: pairs, order: NaturalOrder())
+            #expect(map.invariantViolation() == nil, "\(count) pairs")
+            #expect(map.count == count)
+            #expect(Self.entries(of: map) == pairs.map { Entry(key: $0.0, value: $0.1) })
+            // The built tree keeps working under edits.
+            let edited = map.inserting(extra, -1).removing(extra + 1)
+            #expect(edited.invariantViolation() == nil)
+            var model = Dictionary(uniqueKeysWithValues: pairs)
+            model[extra] = -1
+            model[extra + 1] = nil
+            #expect(Self.differences(edited, model).isEmpty)
+        }
+    }
+
+    @Test func keyOrderMap() {
+        let map = SortedMap<ChildKey, Int, KeyOrder>(order: KeyOrder())
+            .inserting("b", 2).inserting("10", 10).inserting("a", 1).inserting("2", 20)
+        #expect(Array(map.keys) == ["2", "10", "a", "b"])
+        #expect(map["10"] == 10)
+        #expect(map["010"] == nil)
+        #expect(map.invariantViolation() == nil)
+    }
+
+    @Test func zeroSpellingsAreDistinctKeys() {
+        let map = SortedMap<ChildKey, Int, KeyOrder>(order: KeyOrder())
+            .inserting("00", 1).inserting("-0", 2).inserting("0", 3)
+        #expect(map.count == 3)
+        #expect(map["00"] == 1)
+        #expect(map["-0"] == 2)
+        #expect(map["0"] == 3)
+        #expect(map.invariantViolation() == nil)
+    }
+
+    @Test func emptyMap() {
+        let map = IntMap(order: NaturalOrder())
+        #expect(map.isEmpty)
+        #expect(map.count == 0)
+        #expect(map.first == nil)
+        #expect(map.last == nil)
+        #expect(map.predecessor(of: 1) == nil)
+        #expect(map.successor(of: 1) == nil)
+        #expect(Array(map.elements(from: 1)).isEmpty)
+        #expect(map.removing(1).isEmpty)
+        #expect(map.invariantViolation() == nil)
+    }
+
+    @Test func overwritingKeepsCount() {
+        let map = IntMap(order: NaturalOrder()).inserting(1, 1).inserting(1, 2)
+        #expect(map.count == 1)
+        #expect(map[1] == 2)
+    }
+
+    @Test func forEachStopsEarly() {
+        let map = IntMap(sorted: (0..<10).map { ($0, $0) }, order: NaturalOrder())
+        var seen: [Int] = []
+        let finished = map.forEach { key, _ in
+            seen.append(key)
+            return key < 3
+        }
+        #expect(!finished)
+        #expect(seen == [0, 1, 2, 3])
+        #expect(map.forEach { _, _ in true })
+    }
+
+    // MARK: Model comparison
+
+    static func entries(of model: [Int: Int]) -> [Entry] {
+        model.sorted { $0.key < $1.key }.map { Entry(key: $0.key, value: $0.value) }
+    }
+
+    static func entries(of map: IntMap) -> [Entry] {
+        map.map { Entry(key: $0.key, value: $0.value) }
+    }
+
+    static func entries(_ elements: IntMap.Elements) -> [Entry] {
+        elements.map { Entry(key: $0.key, value: $0.value) }
+    }
+
+    /// Every way in which `map` disagrees with `model`.
+    static func differences(_ map: IntMap, _ model: [Int: Int]) -> [String] {
+        var problems: [String] = []
+        let sorted = entries(of: model)
+        if map.count != model.count { problems.append("count \(map.count) != \(model.count)") }
+        if map.isEmpty != model.isEmpty { problems.append("isEmpty") }
+        if entries(of: map) != sorted { problems.append("elements \(entries(of: map)) != \(sorted)") }
+        if Array(map.keys) != sorted.map(\.key) { problems.append("keys") }
+        if entries(map.elements(reverse: true)) != sorted.reversed() { problems.append("reverse elements") }
+        if map.first?.key != sorted.first?.key || map.first?.value != sorted.first?.value {
+            problems.append("first \(String(describing: map.first))")
+        }
+        if map.last?.key != sorted.last?.key || map.last?.value != sorted.last?.value {
+            problems.append("last \(String(describing: map.last))")
+        }
+        for probe in probes {
+            if map[probe] != model[probe] { problems.append("[\(probe)]") }
+            let before = sorted.last { $0.key < probe }
+            let after = sorted.first { $0.key > probe }
+            if map.predecessor(of: probe).map({ Entry(key: $0.key, value: $0.value) }) != before {
+                problems.append("predecessor(of: \(probe))")
+            }
+            if map.successor(of: probe).map({ Entry(key: $0.key, value: $0.value) }) != after {
+                problems.append("successor(of: \(probe))")
+            }
+            if entries(map.elements(from: probe)) != sorted.filter({ $0.key >= probe }) {
+                problems.append("elements(from: \(probe))")
+            }
+            if entries(map.elements(from: probe, reverse: true)) != sorted.filter({ $0.key <= probe }).reversed() {
+                problems.append("elements(from: \(probe), reverse: true)")
+            }
+        }
+        return problems
+    }
+}
