@@ -28,6 +28,22 @@ struct ServerOptions: ParsableArguments {
 
 func monotonicNanoseconds() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
+/// Figures shared by the tasks of one run.
+final class Tally: Sendable {
+    let count = Atomic<Int>(0)
+    let ready = Atomic<Int>(0)
+    let latencies = Mutex(Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three))
+
+    func merge(_ histogram: Histogram<UInt64>) { latencies.withLock { $0.add(histogram) } }
+    var histogram: Histogram<UInt64> { latencies.withLock { $0 } }
+}
+
+func describe(_ histogram: Histogram<UInt64>, _ label: String) -> String {
+    String(
+        format: "%@: p50 %.2f ms, p99 %.2f ms, max %.2f ms", label, Double(histogram.valueAtPercentile(50)) / 1e6,
+        Double(histogram.valueAtPercentile(99)) / 1e6, Double(histogram.max) / 1e6)
+}
+
 func request(_ number: Int, _ action: ClientAction) -> String {
     ClientMessage.request(ClientRequest(number: number, action: action)).json.serialized()
 }
@@ -43,15 +59,15 @@ struct Writes: AsyncParsableCommand {
 
     func run() async throws {
         let logger = Logger(label: "canopy-load")
-        let acked = Atomic<Int>(0)
+        let tally = Tally()
         let deadline = monotonicNanoseconds() + UInt64(duration * 1e9)
+        let (url, pipeline) = (options.url, pipeline)
         print("writes: \(connections) connections × \(pipeline) in flight for \(duration) s against \(options.server)")
-        let latencies = Mutex(Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three))
         let started = monotonicNanoseconds()
         await withTaskGroup(of: Void.self) { group in
             for index in 0..<connections {
                 group.addTask {
-                    let connection = LoadConnection(url: options.url, logger: logger)
+                    let connection = LoadConnection(url: url, logger: logger)
                     var incoming = connection.incoming.makeAsyncIterator()
                     guard await connection.awaitHello(&incoming) else { return }
                     var sentAt: [Int: UInt64] = [:]
@@ -69,7 +85,7 @@ struct Writes: AsyncParsableCommand {
                         guard let number = LoadConnection.responseNumber(text), let sent = sentAt.removeValue(forKey: number) else {
                             continue
                         }
-                        acked.add(1, ordering: .relaxed)
+                        tally.count.add(1, ordering: .relaxed)
                         _ = local.record(monotonicNanoseconds() - sent)
                         if monotonicNanoseconds() < deadline {
                             sendOne()
@@ -78,18 +94,14 @@ struct Writes: AsyncParsableCommand {
                         }
                     }
                     connection.close()
-                    let mine = local
-                    latencies.withLock { $0.add(mine) }
+                    tally.merge(local)
                 }
             }
         }
         let elapsed = Double(monotonicNanoseconds() - started) / 1e9
-        let total = acked.load(ordering: .relaxed)
-        let histogram = latencies.withLock { $0 }
+        let total = tally.count.load(ordering: .relaxed)
         print(String(format: "acked writes: %d in %.2f s = %.0f writes/s", total, elapsed, Double(total) / elapsed))
-        print(String(format: "ack latency: p50 %.2f ms, p99 %.2f ms, max %.2f ms",
-            Double(histogram.valueAtPercentile(50)) / 1e6, Double(histogram.valueAtPercentile(99)) / 1e6,
-            Double(histogram.max) / 1e6))
+        print(describe(tally.histogram, "ack latency"))
     }
 }
 
@@ -104,20 +116,19 @@ struct Fanout: AsyncParsableCommand {
 
     func run() async throws {
         let logger = Logger(label: "canopy-load")
-        let received = Atomic<Int>(0)
-        let ready = Atomic<Int>(0)
-        let latencies = Mutex(Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three))
+        let tally = Tally()
+        let (url, listeners, rate) = (options.url, listeners, rate)
         let topic = "fan/topic"
         let expectedWrites = Int(Double(rate) * duration)
         print("fanout: \(listeners) listeners, \(rate) writes/s for \(duration) s against \(options.server)")
-        let writer = LoadConnection(url: options.url, logger: logger)
+        let writer = LoadConnection(url: url, logger: logger)
         var writerIncoming = writer.incoming.makeAsyncIterator()
         guard await writer.awaitHello(&writerIncoming) else { throw ValidationError("could not connect to \(options.server)") }
         let drain = Task { while await writerIncoming.next() != nil {} }
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<listeners {
                 group.addTask {
-                    let connection = LoadConnection(url: options.url, logger: logger)
+                    let connection = LoadConnection(url: url, logger: logger)
                     var incoming = connection.incoming.makeAsyncIterator()
                     guard await connection.awaitHello(&incoming) else { return }
                     connection.send(request(1, .listen(path: topic, query: nil, tag: nil, hash: nil)))
@@ -127,22 +138,21 @@ struct Fanout: AsyncParsableCommand {
                     while let text = await incoming.next() {
                         if !isReady, LoadConnection.responseNumber(text) == 1 {
                             isReady = true
-                            ready.add(1, ordering: .relaxed)
+                            tally.ready.add(1, ordering: .relaxed)
                             continue
                         }
                         guard let sent = LoadConnection.integer(after: "sent:", in: text) else { continue }
                         _ = local.record(monotonicNanoseconds() &- sent)
                         count += 1
-                        received.add(1, ordering: .relaxed)
+                        tally.count.add(1, ordering: .relaxed)
                         if count >= expectedWrites { break }
                     }
                     connection.close()
-                    let mine = local
-                    latencies.withLock { $0.add(mine) }
+                    tally.merge(local)
                 }
             }
             group.addTask {
-                while ready.load(ordering: .relaxed) < listeners { try? await Task.sleep(for: .milliseconds(50)) }
+                while tally.ready.load(ordering: .relaxed) < listeners { try? await Task.sleep(for: .milliseconds(50)) }
                 print("all \(listeners) listeners ready; writing")
                 let interval = 1e9 / Double(rate)
                 let start = monotonicNanoseconds()
@@ -156,12 +166,12 @@ struct Fanout: AsyncParsableCommand {
             let started = monotonicNanoseconds()
             await group.waitForAll()
             let elapsed = Double(monotonicNanoseconds() - started) / 1e9
-            let total = received.load(ordering: .relaxed)
-            let histogram = latencies.withLock { $0 }
-            print(String(format: "events received: %d (expected %d) in %.2f s = %.0f events/s", total, expectedWrites * listeners, elapsed, Double(total) / elapsed))
-            print(String(format: "write-to-event latency: p50 %.2f ms, p99 %.2f ms, max %.2f ms",
-                Double(histogram.valueAtPercentile(50)) / 1e6, Double(histogram.valueAtPercentile(99)) / 1e6,
-                Double(histogram.max) / 1e6))
+            let total = tally.count.load(ordering: .relaxed)
+            print(
+                String(
+                    format: "events received: %d (expected %d) in %.2f s = %.0f events/s", total,
+                    expectedWrites * listeners, elapsed, Double(total) / elapsed))
+            print(describe(tally.histogram, "write-to-event latency"))
         }
         writer.close()
         drain.cancel()

@@ -1,6 +1,7 @@
 import Foundation
 import HummingbirdWSClient
 import Logging
+import NIOWebSocket
 import Transport
 
 /// One realtime-protocol connection driven by the load generator: raw message texts in and out,
