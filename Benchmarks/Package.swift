@@ -1,0 +1,37 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// A package of its own, so that package-benchmark and its dependencies never reach the dependency
+// graph of Canopy's library users. Run from the repository root with
+// `swift package --package-path Benchmarks benchmark`.
+
+/// The same language rules as every Canopy target.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "CanopyBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "canopy", path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        // package-benchmark finds its targets by their folder's parent being named `Benchmarks`,
+        // which this package's own folder is.
+        .executableTarget(
+            name: "QueryResolution",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Tree", package: "canopy"),
+                .product(name: "Query", package: "canopy"),
+            ],
+            path: "QueryResolution",
+            swiftSettings: swiftSettings,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        )
+    ]
+)
