@@ -128,7 +128,10 @@ extension CanopyServer {
         case .datastale(let current):
             var headers = HTTPFields()
             headers[.eTag] = Self.etag(current)
-            return Self.json(current.json(exportFormat: true), status: .preconditionFailed, headers: headers, rest: rest)
+            // The current value in the shape a GET gives (firebase-admin hands it to the next
+            // transaction attempt in place of a fresh read).
+            let body = current.json(exportFormat: rest.parameters["format"] == "export")
+            return Self.json(body, status: .preconditionFailed, headers: headers, rest: rest)
         case .rejected(let error):
             return Self.error(.badRequest, error.message)
         }
@@ -172,7 +175,9 @@ extension CanopyServer {
 
     static func json(_ value: JSONValue, status: HTTPResponse.Status, headers: HTTPFields, rest: RESTRequest) -> Response {
         var headers = headers
-        if rest.parameters["print"] == "silent" { return Response(status: .noContent, headers: headers) }
+        if rest.parameters["print"] == "silent", status == .ok {
+            return Response(status: .noContent, headers: headers)
+        }
         headers[.contentType] = "application/json; charset=utf-8"
         let text = value.serialized(pretty: rest.parameters["print"] == "pretty")
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))

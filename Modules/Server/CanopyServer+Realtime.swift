@@ -1,6 +1,7 @@
 import Foundation
 import HummingbirdWebSocket
 import Logging
+import NIOWebSocket
 import Presence
 import Prometheus
 import Query
@@ -20,6 +21,8 @@ extension CanopyServer {
             for await text in connection.messages {
                 for frame in FrameAssembler.frames(for: text) { try await outbound.write(.text(frame)) }
             }
+            // The outbound queue ends when the connection is done or was replaced by a newer one.
+            try? await outbound.close(.goingAway, reason: nil)
         }
         defer { writer.cancel() }
         connection.send(

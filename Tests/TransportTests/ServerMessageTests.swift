@@ -1,0 +1,39 @@
+import Testing
+import Transport
+import Tree
+
+struct ServerMessageTests {
+    @Test func encodesTheEnvelopesOfThePROTOCOL() {
+        #expect(ServerMessage.ok(3).text == #"{"d":{"b":{"d":"","s":"ok"},"r":3},"t":"d"}"#)
+        #expect(
+            ServerMessage.overwrite(path: "a/b", data: 1, tag: nil).text
+                == #"{"d":{"a":"d","b":{"d":1,"p":"a/b"}},"t":"d"}"#)
+        #expect(
+            ServerMessage.merge(path: "a", data: ["x": nil], tag: 2).text
+                == #"{"d":{"a":"m","b":{"d":{"x":null},"p":"a","t":2}},"t":"d"}"#)
+        #expect(
+            ServerMessage.hello(timestamp: 1_700_000_000_000, version: "5", host: "127.0.0.1:9000", sessionID: "s1").text
+                == #"{"d":{"d":{"h":"127.0.0.1:9000","s":"s1","ts":1700000000000,"v":"5"},"t":"h"},"t":"c"}"#)
+        #expect(ServerMessage.pong.text == #"{"d":{"d":{},"t":"o"},"t":"c"}"#)
+    }
+
+    @Test func decodesWhatItEncodes() throws {
+        let messages: [ServerMessage] = [
+            .response(number: 1, status: "datastale", data: "Transaction hash does not match"),
+            .ok(2, data: ["w": ["no_index"]]),
+            .overwrite(path: "a", data: ["b": 1], tag: 4),
+            .merge(path: "", data: ["a/b": 2], tag: nil),
+            .listenRevoked(path: "secret", query: nil),
+            .authRevoked(status: "expired_token", reason: "credential is no longer valid"),
+            .hello(timestamp: 42, version: "5", host: "h:1", sessionID: "abc"),
+            .reset(host: "other:9000"),
+            .shutdown(reason: "bye"),
+            .error("bad"),
+            .ping,
+            .pong,
+        ]
+        for message in messages {
+            #expect(try ServerMessage(json: JSONValue(parsing: message.text)) == message, "\(message.text)")
+        }
+    }
+}
