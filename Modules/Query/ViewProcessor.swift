@@ -280,7 +280,8 @@ public struct ViewProcessor: Sendable {
         _ viewCache: ViewCache, _ path: Path, _ writes: any PendingWrites, _ completeServerCache: Node?,
         _ accumulator: inout ChildChangeAccumulator?
     ) -> ViewCache {
-        if writes.shadowingWrite(at: path) != nil { return viewCache }
+        // A write may still cover `path`: never a later one (reverting a hidden write changes no view),
+        // but an earlier one still pending, whose data must show again.
         let source = WriteTreeCompleteChildSource(
             writes: writes, viewCache: viewCache, completeServerCache: completeServerCache)
         let oldEventCache = viewCache.eventCache.node
