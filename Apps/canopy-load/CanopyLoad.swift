@@ -32,7 +32,8 @@ func monotonicNanoseconds() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 final class Tally: Sendable {
     let count = Atomic<Int>(0)
     let ready = Atomic<Int>(0)
-    let latencies = Mutex(Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three))
+    let latencies = Mutex(
+        Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three))
 
     func merge(_ histogram: Histogram<UInt64>) { latencies.withLock { $0.add(histogram) } }
     var histogram: Histogram<UInt64> { latencies.withLock { $0 } }
@@ -50,7 +51,8 @@ func request(_ number: Int, _ action: ClientAction) -> String {
 
 /// Acknowledged writes per second from many concurrent writers.
 struct Writes: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Acknowledged writes/s from concurrent WebSocket writers.")
+    static let configuration = CommandConfiguration(
+        abstract: "Acknowledged writes/s from concurrent WebSocket writers.")
 
     @OptionGroup var options: ServerOptions
     @Option(help: "Concurrent writer connections.") var connections = 100
@@ -77,12 +79,18 @@ struct Writes: AsyncParsableCommand {
                         next += 1
                         sentAt[number] = monotonicNanoseconds()
                         connection.send(
-                            request(number, .put(path: "load/w\(index)/k\(number % 1000)", data: .number(Double(number)), hash: nil)))
+                            request(
+                                number,
+                                .put(path: "load/w\(index)/k\(number % 1000)", data: .number(Double(number)), hash: nil)
+                            ))
                     }
                     for _ in 0..<pipeline { sendOne() }
-                    var local = Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
+                    var local = Histogram<UInt64>(
+                        highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
                     while let text = await incoming.next() {
-                        guard let number = LoadConnection.responseNumber(text), let sent = sentAt.removeValue(forKey: number) else {
+                        guard let number = LoadConnection.responseNumber(text),
+                            let sent = sentAt.removeValue(forKey: number)
+                        else {
                             continue
                         }
                         tally.count.add(1, ordering: .relaxed)
@@ -107,7 +115,8 @@ struct Writes: AsyncParsableCommand {
 
 /// Events per second fanned out from writers to many listeners, with write-to-event latency.
 struct Fanout: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Events/s fanned out to many listeners, with latency percentiles.")
+    static let configuration = CommandConfiguration(
+        abstract: "Events/s fanned out to many listeners, with latency percentiles.")
 
     @OptionGroup var options: ServerOptions
     @Option(help: "Listener connections (all on one location).") var listeners = 1000
@@ -123,7 +132,9 @@ struct Fanout: AsyncParsableCommand {
         print("fanout: \(listeners) listeners, \(rate) writes/s for \(duration) s against \(options.server)")
         let writer = LoadConnection(url: url, logger: logger)
         var writerIncoming = writer.incoming.makeAsyncIterator()
-        guard await writer.awaitHello(&writerIncoming) else { throw ValidationError("could not connect to \(options.server)") }
+        guard await writer.awaitHello(&writerIncoming) else {
+            throw ValidationError("could not connect to \(options.server)")
+        }
         let drain = Task { while await writerIncoming.next() != nil {} }
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<listeners {
@@ -132,7 +143,8 @@ struct Fanout: AsyncParsableCommand {
                     var incoming = connection.incoming.makeAsyncIterator()
                     guard await connection.awaitHello(&incoming) else { return }
                     connection.send(request(1, .listen(path: topic, query: nil, tag: nil, hash: nil)))
-                    var local = Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
+                    var local = Histogram<UInt64>(
+                        highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
                     var count = 0
                     var isReady = false
                     while let text = await incoming.next() {
@@ -160,7 +172,9 @@ struct Fanout: AsyncParsableCommand {
                     let due = start + UInt64(Double(number) * interval)
                     let now = monotonicNanoseconds()
                     if due > now { try? await Task.sleep(for: .nanoseconds(Int(due - now))) }
-                    writer.send(request(number + 2, .put(path: topic, data: .string("sent:\(monotonicNanoseconds())"), hash: nil)))
+                    writer.send(
+                        request(
+                            number + 2, .put(path: topic, data: .string("sent:\(monotonicNanoseconds())"), hash: nil)))
                 }
             }
             let started = monotonicNanoseconds()
@@ -180,7 +194,8 @@ struct Fanout: AsyncParsableCommand {
 
 /// Server memory per idle connection.
 struct Idle: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Server memory per idle connection (reads the server's RSS).")
+    static let configuration = CommandConfiguration(
+        abstract: "Server memory per idle connection (reads the server's RSS).")
 
     @OptionGroup var options: ServerOptions
     @Option(help: "Idle connections to open.") var connections = 1000
@@ -212,8 +227,10 @@ struct Idle: AsyncParsableCommand {
         try await Task.sleep(for: .seconds(2))
         let after = try rss()
         let perConnection = Double(after - before) / Double(connections)
-        print(String(format: "idle connections: %d, server RSS %.1f MB → %.1f MB: %.1f KB per connection",
-            connections, Double(before) / 1e6, Double(after) / 1e6, perConnection / 1024))
+        print(
+            String(
+                format: "idle connections: %d, server RSS %.1f MB → %.1f MB: %.1f KB per connection",
+                connections, Double(before) / 1e6, Double(after) / 1e6, perConnection / 1024))
         for connection in open { connection.close() }
         warm.close()
     }

@@ -29,7 +29,9 @@ struct CanopyServerCommand: AsyncParsableCommand {
     @Option(help: "Namespace for clients that name none. (CANOPY_DEFAULT_NAMESPACE)")
     var defaultNamespace: String = env("CANOPY_DEFAULT_NAMESPACE") ?? "default"
 
-    @Option(help: "Seconds between WebSocket pings; a peer silent for two intervals is dropped. (CANOPY_HEARTBEAT_INTERVAL)")
+    @Option(
+        help: "Seconds between WebSocket pings; a peer silent for two intervals is dropped. (CANOPY_HEARTBEAT_INTERVAL)"
+    )
     var heartbeatInterval: Double = env("CANOPY_HEARTBEAT_INTERVAL").flatMap(Double.init) ?? 20
 
     @Option(help: "Seconds between keep-alive events on REST event streams. (CANOPY_SSE_KEEPALIVE_INTERVAL)")
@@ -38,7 +40,9 @@ struct CanopyServerCommand: AsyncParsableCommand {
     @Option(help: "Largest realtime message or REST body accepted, in bytes. (CANOPY_MAX_MESSAGE_BYTES)")
     var maxMessageBytes: Int = env("CANOPY_MAX_MESSAGE_BYTES").flatMap(Int.init) ?? 16 * 1024 * 1024
 
-    @Flag(inversion: .prefixedNo, help: "fsync every commit (survives power loss); without, commits survive a process crash only.")
+    @Flag(
+        inversion: .prefixedNo,
+        help: "fsync every commit (survives power loss); without, commits survive a process crash only.")
     var fsync = true
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical. (CANOPY_LOG_LEVEL)")

@@ -15,7 +15,9 @@ public protocol PendingWrites: Sendable {
     /// The complete data of child `key`, if server data and pending writes determine it.
     func completeChild(_ key: ChildKey, serverCache: CacheNode) -> Node?
     /// Up to `count` complete children after `start` in `index` order (before it when `reverse`).
-    func indexedSlice(completeServerData: Node?, start: NamedNode, count: Int, reverse: Bool, index: Index)
+    func indexedSlice(
+        completeServerData: Node?, start: NamedNode, count: Int, reverse: Bool, index: Index
+    )
         -> [NamedNode]
 }
 
@@ -32,7 +34,9 @@ public struct NoPendingWrites: PendingWrites {
     public func completeChild(_ key: ChildKey, serverCache: CacheNode) -> Node? {
         serverCache.isComplete(forChild: key) ? serverCache.node.child(key) : nil
     }
-    public func indexedSlice(completeServerData: Node?, start: NamedNode, count: Int, reverse: Bool, index: Index)
+    public func indexedSlice(
+        completeServerData: Node?, start: NamedNode, count: Int, reverse: Bool, index: Index
+    )
         -> [NamedNode]
     {
         guard let data = completeServerData else { return [] }
@@ -83,6 +87,7 @@ public struct WriteTreeCompleteChildSource: CompleteChildSource {
 
     public func child(after child: NamedNode, in index: Index, reverse: Bool) -> NamedNode? {
         let data = completeServerCache ?? viewCache.completeServerNode
-        return writes.indexedSlice(completeServerData: data, start: child, count: 1, reverse: reverse, index: index).first
+        return writes.indexedSlice(completeServerData: data, start: child, count: 1, reverse: reverse, index: index)
+            .first
     }
 }

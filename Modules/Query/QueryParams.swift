@@ -86,8 +86,13 @@ public struct QueryParams: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         var parts = ["orderBy \(index)"]
-        if let start { parts.append("\(start.inclusive ? "startAt" : "startAfter") \(start.value)\(start.name.map { ", \($0)" } ?? "")") }
-        if let end { parts.append("\(end.inclusive ? "endAt" : "endBefore") \(end.value)\(end.name.map { ", \($0)" } ?? "")") }
+        if let start {
+            parts.append(
+                "\(start.inclusive ? "startAt" : "startAfter") \(start.value)\(start.name.map { ", \($0)" } ?? "")")
+        }
+        if let end {
+            parts.append("\(end.inclusive ? "endAt" : "endBefore") \(end.value)\(end.name.map { ", \($0)" } ?? "")")
+        }
         switch limit {
         case .first(let count): parts.append("limitToFirst \(count)")
         case .last(let count): parts.append("limitToLast \(count)")

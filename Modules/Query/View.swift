@@ -43,7 +43,9 @@ public struct View: Sendable {
     }
 
     /// Applies `operation` and returns the resulting events in delivery order.
-    public mutating func apply(_ operation: Operation, writes: any PendingWrites, completeServerCache: Node?)
+    public mutating func apply(
+        _ operation: Operation, writes: any PendingWrites, completeServerCache: Node?
+    )
         -> [Change]
     {
         let result = processor.apply(operation, to: cache, writes: writes, completeCache: completeServerCache)

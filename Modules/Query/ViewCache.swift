@@ -37,11 +37,15 @@ public struct ViewCache: Sendable {
     }
 
     public func updatingEventCache(_ node: Node, complete: Bool, filtered: Bool) -> ViewCache {
-        ViewCache(eventCache: CacheNode(node: node, isFullyInitialized: complete, isFiltered: filtered), serverCache: serverCache)
+        ViewCache(
+            eventCache: CacheNode(node: node, isFullyInitialized: complete, isFiltered: filtered),
+            serverCache: serverCache)
     }
 
     public func updatingServerCache(_ node: Node, complete: Bool, filtered: Bool) -> ViewCache {
-        ViewCache(eventCache: eventCache, serverCache: CacheNode(node: node, isFullyInitialized: complete, isFiltered: filtered))
+        ViewCache(
+            eventCache: eventCache,
+            serverCache: CacheNode(node: node, isFullyInitialized: complete, isFiltered: filtered))
     }
 
     /// The event data when complete.

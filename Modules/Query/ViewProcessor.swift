@@ -104,7 +104,8 @@ public struct ViewProcessor: Sendable {
                     viewCache.eventCache.node, completeEventChildren, accumulator: &accumulator)
             } else {
                 let completeNode = writes.completeEventCache(serverCache: viewCache.completeServerNode) ?? .empty
-                newEventCache = filter.updateFullNode(viewCache.eventCache.node, completeNode, accumulator: &accumulator)
+                newEventCache = filter.updateFullNode(
+                    viewCache.eventCache.node, completeNode, accumulator: &accumulator)
             }
         }
         return viewCache.updatingEventCache(
@@ -263,7 +264,8 @@ public struct ViewProcessor: Sendable {
                 changedChildren = changedChildren.setting(serverCache.node.child(at: serverCachePath), at: mergePath)
             }
         }
-        return applyServerMerge(viewCache, ackPath, changedChildren, writes, completeCache, filterServerNode, &accumulator)
+        return applyServerMerge(
+            viewCache, ackPath, changedChildren, writes, completeCache, filterServerNode, &accumulator)
     }
 
     private func listenComplete(

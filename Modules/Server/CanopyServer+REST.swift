@@ -14,7 +14,8 @@ extension CanopyServer {
         case "/metrics":
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4"
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: metrics.exposition())))
+            return Response(
+                status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: metrics.exposition())))
         default: break
         }
         let rest: RESTRequest
@@ -78,12 +79,19 @@ extension CanopyServer {
         }
         var value: JSONValue
         if rest.parameters["shallow"] == "true" {
-            value = node.isLeaf || node.isEmpty ? node.json() : .object(Dictionary(uniqueKeysWithValues: node.children.map { ($0.key.string, JSONValue.bool(true)) }))
+            value =
+                node.isLeaf || node.isEmpty
+                ? node.json()
+                : .object(Dictionary(uniqueKeysWithValues: node.children.map { ($0.key.string, JSONValue.bool(true)) }))
         } else {
             value = node.json(exportFormat: rest.parameters["format"] == "export")
         }
         if !params.loadsAllData, case .array(let elements) = value {
-            value = .object(Dictionary(uniqueKeysWithValues: elements.enumerated().compactMap { $0.element == .null ? nil : (String($0.offset), $0.element) }))
+            value = .object(
+                Dictionary(
+                    uniqueKeysWithValues: elements.enumerated().compactMap {
+                        $0.element == .null ? nil : (String($0.offset), $0.element)
+                    }))
         }
         var headers = HTTPFields()
         if request.headers[HTTPField.Name("X-Firebase-ETag")!] == "true" || request.headers[.ifNoneMatch] != nil {
@@ -110,12 +118,20 @@ extension CanopyServer {
             let path = rest.path.child(ChildKey(id))
             answer = ["name": .string(id)]
             outcome = await withCheckedContinuation { continuation in
-                Task { await database.set(path, json: json, expectedHash: expectedHash) { continuation.resume(returning: $0) } }
+                Task {
+                    await database.set(path, json: json, expectedHash: expectedHash) {
+                        continuation.resume(returning: $0)
+                    }
+                }
             }
         default:
             let path = rest.path
             outcome = await withCheckedContinuation { continuation in
-                Task { await database.set(path, json: json, expectedHash: expectedHash) { continuation.resume(returning: $0) } }
+                Task {
+                    await database.set(path, json: json, expectedHash: expectedHash) {
+                        continuation.resume(returning: $0)
+                    }
+                }
             }
         }
         switch outcome {
@@ -173,7 +189,9 @@ extension CanopyServer {
 
     static func hash(fromETag etag: String) -> String { etag }
 
-    static func json(_ value: JSONValue, status: HTTPResponse.Status, headers: HTTPFields, rest: RESTRequest) -> Response {
+    static func json(
+        _ value: JSONValue, status: HTTPResponse.Status, headers: HTTPFields, rest: RESTRequest
+    ) -> Response {
         var headers = headers
         if rest.parameters["print"] == "silent", status == .ok {
             return Response(status: .noContent, headers: headers)

@@ -91,8 +91,10 @@ extension CanopyServer {
         let answer: @Sendable (WriteOutcome) -> Void = { outcome in
             switch outcome {
             case .ok: connection.send(.ok(number))
-            case .datastale: connection.send(.response(number: number, status: "datastale", data: "Transaction hash does not match"))
-            case .rejected(let error): connection.send(.response(number: number, status: error.status, data: .string(error.message)))
+            case .datastale:
+                connection.send(.response(number: number, status: "datastale", data: "Transaction hash does not match"))
+            case .rejected(let error):
+                connection.send(.response(number: number, status: error.status, data: .string(error.message)))
             }
         }
         func fail(_ error: WriteError) { answer(.rejected(error)) }
@@ -166,7 +168,8 @@ extension CanopyServer {
         case .auth, .unauth, .stats:
             connection.send(.ok(number))
         case .unknown(let action):
-            connection.send(.response(number: number, status: "unknown_action", data: .string("unknown action \"\(action)\"")))
+            connection.send(
+                .response(number: number, status: "unknown_action", data: .string("unknown action \"\(action)\"")))
         }
     }
 

@@ -1,11 +1,11 @@
+import Foundation
 import Hummingbird
 import HummingbirdWebSocket
 public import Logging
 import NIOCore
 import ServiceLifecycle
-import UnixSignals
-import Foundation
 import Synchronization
+import UnixSignals
 
 /// The Canopy server: realtime WebSocket protocol, REST and event streams over HTTP, one SQLite
 /// database per namespace.
@@ -57,11 +57,13 @@ public struct CanopyServer: Sendable {
                         inbound: inbound, outbound: outbound, parameters: parameters, logger: context.logger)
                 }
             },
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Canopy"),
+            configuration: .init(
+                address: .hostname(configuration.host, port: configuration.port), serverName: "Canopy"),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? server.configuration.port
                 server.boundPort.value.withLock { $0 = port }
-                server.logger.info("canopy-server listening", metadata: ["host": "\(server.configuration.host)", "port": "\(port)"])
+                server.logger.info(
+                    "canopy-server listening", metadata: ["host": "\(server.configuration.host)", "port": "\(port)"])
                 await onRunning(port)
             },
             logger: logger
@@ -70,7 +72,9 @@ public struct CanopyServer: Sendable {
 
     /// Runs until cancelled or, with `handleSignals`, until SIGINT/SIGTERM; then stops accepting
     /// connections, finishes in-flight requests and commits everything queued.
-    public func run(handleSignals: Bool = false, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+    public func run(
+        handleSignals: Bool = false, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) async throws {
         let application = makeApplication(onRunning: onRunning)
         let group = ServiceGroup(
             configuration: .init(

@@ -27,7 +27,9 @@ extension Database {
             subscriber: subscriber, path: path, queryID: queryID, params: params, tag: tag, view: nil)
         let push: Push?
         if params.loadsAllData {
-            push = hash == data.hash && hash?.isEmpty == false ? nil : Push(kind: .overwrite, path: path, data: data.json(exportFormat: true), tag: tag)
+            push =
+                hash == data.hash && hash?.isEmpty == false
+                ? nil : Push(kind: .overwrite, path: path, data: data.json(exportFormat: true), tag: tag)
         } else {
             let complete = CacheNode(node: data, isFullyInitialized: true, isFiltered: false)
             let view = View(params: params, initialCache: ViewCache(eventCache: complete, serverCache: complete))
@@ -91,7 +93,12 @@ extension Database {
                 }
             }
             if let shared {
-                deliveries.append((listener.subscriber, listener.tag == nil ? shared : Push(kind: shared.kind, path: shared.path, data: shared.data, tag: listener.tag)))
+                deliveries.append(
+                    (
+                        listener.subscriber,
+                        listener.tag == nil
+                            ? shared : Push(kind: shared.kind, path: shared.path, data: shared.data, tag: listener.tag)
+                    ))
             }
         }
         var below: [Path: (changed: Bool, push: Push?)] = [:]
@@ -101,7 +108,9 @@ extension Database {
             guard entry.changed else { return }
             let value = new.child(at: location)
             if listener.view != nil {
-                if let push = Self.queryPush(&listener, operation: .overwrite(source: .server, path: .root, node: value)) {
+                if let push = Self.queryPush(
+                    &listener, operation: .overwrite(source: .server, path: .root, node: value))
+                {
                     deliveries.append((listener.subscriber, push))
                 }
                 return
@@ -110,7 +119,12 @@ extension Database {
                 entry.push = Push(kind: .overwrite, path: location, data: value.json(exportFormat: true), tag: nil)
             }
             if let push = entry.push {
-                deliveries.append((listener.subscriber, listener.tag == nil ? push : Push(kind: .overwrite, path: location, data: push.data, tag: listener.tag)))
+                deliveries.append(
+                    (
+                        listener.subscriber,
+                        listener.tag == nil
+                            ? push : Push(kind: .overwrite, path: location, data: push.data, tag: listener.tag)
+                    ))
             }
         }
         return deliveries

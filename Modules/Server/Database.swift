@@ -81,7 +81,8 @@ actor Database {
                 let relative = try Path(validating: key)
                 let absolute = path.child(relative)
                 if absolute.count > TreeLimits.maxDepth {
-                    throw TreeError.invalidPath(absolute.wireString, reason: "is deeper than \(TreeLimits.maxDepth) levels")
+                    throw TreeError.invalidPath(
+                        absolute.wireString, reason: "is deeper than \(TreeLimits.maxDepth) levels")
                 }
                 children[relative] = try Node(
                     json: value, at: absolute, existing: root.child(at: absolute), serverValues: context)
@@ -138,7 +139,8 @@ actor Database {
         for operation in operations {
             let reply: @Sendable (WriteOutcome) -> Void = { outcome in
                 if case .rejected(let error) = outcome {
-                    logger.warning("onDisconnect write failed", metadata: ["path": "\(operation.path)", "error": "\(error)"])
+                    logger.warning(
+                        "onDisconnect write failed", metadata: ["path": "\(operation.path)", "error": "\(error)"])
                 }
             }
             if operation.isUpdate {
@@ -175,4 +177,3 @@ actor Database {
         }
     }
 }
-

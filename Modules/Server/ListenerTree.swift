@@ -100,7 +100,9 @@ struct ListenerTree {
         let keys = path.components
         while true {
             let here = Path(keys: keys.prefix(depth))
-            for key in node.listeners.keys { if var listener = node.listeners[key] { body(here, &listener); node.listeners[key] = listener } }
+            for key in node.listeners.keys {
+                if var listener = node.listeners[key] { body(here, &listener); node.listeners[key] = listener }
+            }
             guard depth < keys.count, let child = node.children[keys[keys.startIndex + depth]] else { return }
             node = child
             depth += 1

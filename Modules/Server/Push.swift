@@ -1,6 +1,6 @@
 import Synchronization
-public import Tree
 import Transport
+public import Tree
 
 /// A data update for listeners: the wire `d` (overwrite) or `m` (merge) message.
 ///

@@ -15,10 +15,13 @@ public final class ServerMetrics: Sendable {
         func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
             MetricNameDescriptor(namespace: "canopy", metricName: metric, unitName: unit, helpText: help)
         }
-        connections = registry.makeGauge(descriptor: name("connections", "open", "Open realtime connections and event streams"))
+        connections = registry.makeGauge(
+            descriptor: name("connections", "open", "Open realtime connections and event streams"))
         listeners = registry.makeGauge(descriptor: name("listeners", "active", "Active listens"))
-        writes = registry.makeCounter(descriptor: name("writes", "total", "Writes applied (each path of an update counts)"))
-        eventsFannedOut = registry.makeCounter(descriptor: name("events_fanned_out", "total", "Updates pushed to listeners"))
+        writes = registry.makeCounter(
+            descriptor: name("writes", "total", "Writes applied (each path of an update counts)"))
+        eventsFannedOut = registry.makeCounter(
+            descriptor: name("events_fanned_out", "total", "Updates pushed to listeners"))
         restRequests = registry.makeCounter(descriptor: name("rest_requests", "total", "REST requests answered"))
         commitLatency = registry.makeDurationHistogram(
             descriptor: name("commit_latency", "seconds", "Time from a write being applied to its batch being durable"),

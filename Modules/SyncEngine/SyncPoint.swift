@@ -59,7 +59,8 @@ struct SyncPoint: Sendable {
             eventCache = .empty
         }
         let cache = ViewCache(
-            eventCache: CacheNode(node: eventCache ?? .empty, isFullyInitialized: eventCacheComplete, isFiltered: false),
+            eventCache: CacheNode(
+                node: eventCache ?? .empty, isFullyInitialized: eventCacheComplete, isFiltered: false),
             serverCache: CacheNode(node: serverCache, isFullyInitialized: serverCacheComplete, isFiltered: false))
         return View(params: query.params, initialCache: cache)
     }
@@ -72,18 +73,22 @@ struct SyncPoint: Sendable {
         if let existing = entryIndex(query.viewID) {
             index = existing
         } else {
-            let view = view(for: query, writes: writes, serverCache: serverCache, serverCacheComplete: serverCacheComplete)
+            let view = view(
+                for: query, writes: writes, serverCache: serverCache, serverCacheComplete: serverCacheComplete)
             entries.append(Entry(query: query, view: view, registrations: []))
             index = entries.count - 1
         }
         entries[index].registrations.append(registration)
-        return Self.events(for: entries[index].view.initialEvents(), entry: entries[index], registrations: [registration])
+        return Self.events(
+            for: entries[index].view.initialEvents(), entry: entries[index], registrations: [registration])
     }
 
     /// Removes `registration` (every registration when `nil`) from the views serving `query`
     /// (every view for the default query). Returns the queries whose views are gone (plus the
     /// location itself when its last complete view went), and cancel events when `cancelError` is set.
-    mutating func removeRegistration(_ registration: EventRegistration?, for query: QuerySpec, cancelError: String?)
+    mutating func removeRegistration(
+        _ registration: EventRegistration?, for query: QuerySpec, cancelError: String?
+    )
         -> (removed: [QuerySpec], events: [Event])
     {
         var removed: [QuerySpec] = []

@@ -44,7 +44,8 @@ public struct SyncTree: Sendable {
     // MARK: Writes
 
     /// A local `set`: raises events at once (when visible).
-    public mutating func applyUserOverwrite(_ node: Node, at path: Path, writeID: Int, visible: Bool = true) -> [Event] {
+    public mutating func applyUserOverwrite(_ node: Node, at path: Path, writeID: Int, visible: Bool = true) -> [Event]
+    {
         pendingWrites.addOverwrite(node, at: path, writeID: writeID, visible: visible)
         guard visible else { return [] }
         return applyToSyncPoints(.overwrite(source: .user, path: path, node: node))
@@ -246,7 +247,8 @@ public struct SyncTree: Sendable {
         let (removed, events) = syncPoint.removeRegistration(registration, for: query, cancelError: cancelError)
         syncPoints = syncPoint.isEmpty ? syncPoints.removingValue(at: path) : syncPoints.setting(syncPoint, at: path)
         let removingDefault = removed.contains { $0.params.loadsAllData }
-        let covered = syncPoints.firstResult(on: path) { _, syncPoint in syncPoint.hasCompleteView ? true : nil } ?? false
+        let covered =
+            syncPoints.firstResult(on: path) { _, syncPoint in syncPoint.hasCompleteView ? true : nil } ?? false
         if removingDefault, !covered {
             let subtree = syncPoints.subtree(at: path)
             if !subtree.isEmpty {
@@ -307,7 +309,8 @@ public struct SyncTree: Sendable {
         let path = query.path
         var serverCache: Node?
         syncPoints.forEachAbove(path) { pathToSyncPoint, syncPoint in
-            serverCache = serverCache ?? syncPoint.completeServerCache(at: Path.relative(from: pathToSyncPoint, to: path))
+            serverCache =
+                serverCache ?? syncPoint.completeServerCache(at: Path.relative(from: pathToSyncPoint, to: path))
         }
         let syncPoint = syncPoints[at: path] ?? SyncPoint()
         serverCache = serverCache ?? syncPoint.completeServerCache(at: .root)

@@ -228,17 +228,21 @@ public struct WriteTreeRef: PendingWrites {
     }
 
     public func eventCacheAfterServerOverwrite(childPath: Path, eventCache: Node?, serverCache: Node?) -> Node? {
-        tree.eventCacheAfterServerOverwrite(at: path, childPath: childPath, eventCache: eventCache, serverCache: serverCache)
+        tree.eventCacheAfterServerOverwrite(
+            at: path, childPath: childPath, eventCache: eventCache, serverCache: serverCache)
     }
 
     public func completeChild(_ key: ChildKey, serverCache: CacheNode) -> Node? {
         tree.completeChild(at: path, key: key, serverCache: serverCache)
     }
 
-    public func indexedSlice(completeServerData: Node?, start: NamedNode, count: Int, reverse: Bool, index: Index)
+    public func indexedSlice(
+        completeServerData: Node?, start: NamedNode, count: Int, reverse: Bool, index: Index
+    )
         -> [NamedNode]
     {
         tree.indexedSlice(
-            at: path, completeServerData: completeServerData, start: start, count: count, reverse: reverse, index: index)
+            at: path, completeServerData: completeServerData, start: start, count: count, reverse: reverse, index: index
+        )
     }
 }

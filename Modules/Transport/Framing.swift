@@ -66,7 +66,8 @@ public struct FrameAssembler: Sendable {
         var frames: [String] = []
         var start = message.startIndex
         while start != message.endIndex {
-            let end = message.index(start, offsetBy: maxFrameCharacters, limitedBy: message.endIndex) ?? message.endIndex
+            let end =
+                message.index(start, offsetBy: maxFrameCharacters, limitedBy: message.endIndex) ?? message.endIndex
             frames.append(String(message[start..<end]))
             start = end
         }

@@ -28,7 +28,8 @@ public struct CompoundWrite: Sendable {
         if path.isEmpty { return CompoundWrite(writes: ImmutableTree(value: node)) }
         if let rootmost = writes.rootmostValue(on: path) {
             let relative = Path.relative(from: rootmost.path, to: path)
-            return CompoundWrite(writes: writes.setting(rootmost.value.updating(at: relative, to: node), at: rootmost.path))
+            return CompoundWrite(
+                writes: writes.setting(rootmost.value.updating(at: relative, to: node), at: rootmost.path))
         }
         return CompoundWrite(writes: writes.setting(tree: ImmutableTree(value: node), at: path))
     }

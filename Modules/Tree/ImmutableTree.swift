@@ -44,7 +44,9 @@ public struct ImmutableTree<Value: Sendable>: Sendable {
     }
 
     /// The value nearest the root on the way to `path` that satisfies `predicate`, with its path.
-    public func rootmostValue(on path: Path, where predicate: (Value) -> Bool = { _ in true }) -> (
+    public func rootmostValue(
+        on path: Path, where predicate: (Value) -> Bool = { _ in true }
+    ) -> (
         path: Path, value: Value
     )? {
         var tree = self
@@ -90,7 +92,9 @@ public struct ImmutableTree<Value: Sendable>: Sendable {
         try fold(at: .root, body)
     }
 
-    private func fold<Result>(at path: Path, _ body: (Path, Value?, [(ChildKey, Result)]) throws -> Result)
+    private func fold<Result>(
+        at path: Path, _ body: (Path, Value?, [(ChildKey, Result)]) throws -> Result
+    )
         rethrows -> Result
     {
         var folded: [(ChildKey, Result)] = []

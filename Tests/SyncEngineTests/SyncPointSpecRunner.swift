@@ -1,7 +1,7 @@
 import Foundation
 import Query
-import Synchronization
 import SyncEngine
+import Synchronization
 import Tree
 
 /// Runs one case of `syncPointSpec.json` against a ``SyncTree`` and reports the first mismatch.
@@ -45,7 +45,9 @@ struct SyncPointSpecRunner {
                 let query = QuerySpec(path: path, params: try Self.params(step["params"]))
                 let registration = EventRegistration(id: nextRegistrationID, types: allTypes)
                 nextRegistrationID += 1
-                if case .number(let callback)? = step["callbackId"] { registrationsByCallback[Int(callback)] = registration }
+                if case .number(let callback)? = step["callbackId"] {
+                    registrationsByCallback[Int(callback)] = registration
+                }
                 events = tree.addRegistration(registration, for: query)
                 // Orderings without range or limit share the plain listen and get no tag.
                 if case .number(let specTag)? = step["params"]?["tag"], let tag = tree.tag(for: query) {
@@ -54,7 +56,9 @@ struct SyncPointSpecRunner {
             case "unlisten":
                 let query = QuerySpec(path: path, params: try Self.params(step["params"]))
                 var registration: EventRegistration?
-                if case .number(let callback)? = step["callbackId"] { registration = registrationsByCallback[Int(callback)] }
+                if case .number(let callback)? = step["callbackId"] {
+                    registration = registrationsByCallback[Int(callback)]
+                }
                 events = tree.removeRegistration(registration, for: query)
             case "serverUpdate":
                 let node = try Node(json: step["data"] ?? .null)
@@ -102,7 +106,8 @@ struct SyncPointSpecRunner {
         let rendered = actual.map(describe)
         guard expectedEvents.count == actual.count else {
             let expectedText = expectedEvents.map { $0.serialized() }
-            throw failure(step, "expected \(expectedEvents.count) events \(expectedText), got \(actual.count): \(rendered)")
+            throw failure(
+                step, "expected \(expectedEvents.count) events \(expectedText), got \(actual.count): \(rendered)")
         }
         var lastRank: [Int: Int] = [:]
         for event in actual {

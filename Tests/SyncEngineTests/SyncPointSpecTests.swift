@@ -5,7 +5,8 @@ import Tree
 /// The 112 event-generation cases of `Fixtures/syncPointSpec.json`, at the root and nested.
 struct SyncPointSpecTests {
     static func loadCases() throws -> [JSONValue] {
-        let url = try #require(Bundle.module.url(forResource: "syncPointSpec", withExtension: "json", subdirectory: "Fixtures"))
+        let url = try #require(
+            Bundle.module.url(forResource: "syncPointSpec", withExtension: "json", subdirectory: "Fixtures"))
         guard case .array(let cases) = try JSONValue(parsing: Data(contentsOf: url)) else {
             Issue.record("syncPointSpec.json is not an array")
             return []

@@ -12,7 +12,8 @@ struct ServerMessageTests {
             ServerMessage.merge(path: "a", data: ["x": nil], tag: 2).text
                 == #"{"d":{"a":"m","b":{"d":{"x":null},"p":"a","t":2}},"t":"d"}"#)
         #expect(
-            ServerMessage.hello(timestamp: 1_700_000_000_000, version: "5", host: "127.0.0.1:9000", sessionID: "s1").text
+            ServerMessage.hello(timestamp: 1_700_000_000_000, version: "5", host: "127.0.0.1:9000", sessionID: "s1")
+                .text
                 == #"{"d":{"d":{"h":"127.0.0.1:9000","s":"s1","ts":1700000000000,"v":"5"},"t":"h"},"t":"c"}"#)
         #expect(ServerMessage.pong.text == #"{"d":{"d":{},"t":"o"},"t":"c"}"#)
     }
