@@ -1,0 +1,195 @@
+import Dispatch
+public import Logging
+import Synchronization
+
+/// Batches submitted writes into as few transactions as possible, in submission order
+/// (group commit): with ``Durability/full`` the store pays one fsync per batch, not per write.
+///
+/// Submitters hand writes over with ``submit(_:onDurable:)``, which returns at once; one committer,
+/// ``run()``, takes everything pending (up to `maxBatch` writes, never splitting a submission),
+/// commits it in one transaction and then calls each submission's `onDurable`, in submission order.
+/// While a batch commits, the next one gathers, so the batch grows with the load.
+///
+/// ```swift
+/// let queue = CommitQueue(store: store, logger: logger)
+/// let committer = Task { await queue.run() }
+/// queue.submit([StoredWrite(path: "users/ada/age", node: Node(.number(37)))]) { result in
+///     // Durable now (or `result` holds the error): acknowledge the client.
+/// }
+/// queue.finish()            // at shutdown: commit what is pending, then let `run()` return
+/// await committer.value
+/// ```
+///
+/// Commits run on a dedicated dispatch queue, not on the task running ``run()``, so SQLite and its
+/// fsync never block a thread of Swift's cooperative pool. The callbacks run there too: keep them
+/// short and non-blocking (resume a continuation, enqueue a message).
+///
+/// If a batch of several submissions fails, each submission is retried in a transaction of its
+/// own, so one bad write (an invalid key) fails only its own submitter.
+///
+/// Throughput, measured on the project's 2-core Linux VM (while other builds ran) with
+/// ``SQLiteServerStore`` and ``Durability/full``, writes of one leaf four levels deep from four
+/// submitting tasks: 100,000 to 155,000 acknowledged writes/s when submitters do not wait (batches
+/// fill up while the previous one syncs); 37,000 to 58,000 writes/s with 512 writers that each wait
+/// for their previous write to be durable, since then throughput is bounded by writers / (commit +
+/// fsync time); about 48,000 writes/s of three-leaf objects.
+public final class CommitQueue: Sendable {
+    /// Called once a submission is durable, or with the error that kept it from being stored.
+    public typealias Completion = @Sendable (Result<Void, any Error>) -> Void
+
+    private struct Submission: Sendable {
+        var writes: [StoredWrite]
+        var onDurable: Completion
+    }
+
+    private struct State: Sendable {
+        var pending: [Submission] = []
+        var finished = false
+        var running = false
+        /// The committer, when it waits for work.
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private let store: any ServerStore
+    private let maxBatch: Int
+    private let logger: Logger
+    private let state = Mutex(State())
+    private let committer = DispatchQueue(label: "canopy.commit-queue", qos: .userInitiated)
+
+    /// A queue committing into `store` at most `maxBatch` writes per transaction (a single larger
+    /// submission still commits whole).
+    public init(store: any ServerStore, maxBatch: Int = 8192, logger: Logger) {
+        self.store = store
+        self.maxBatch = max(1, maxBatch)
+        self.logger = logger
+    }
+
+    /// Appends `writes` (committed together, all or none) to the next batch and returns at once.
+    ///
+    /// `onDurable` runs on the committer's thread after the batch holding the writes committed, in
+    /// submission order, or with the error if it failed. After ``finish()`` it runs at once, on the
+    /// caller's thread, with ``StoreError/queueFinished``.
+    public func submit(_ writes: [StoredWrite], onDurable: @escaping Completion) {
+        let (accepted, waiter) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
+            guard !state.finished else { return (false, nil) }
+            state.pending.append(Submission(writes: writes, onDurable: onDurable))
+            defer { state.waiter = nil }
+            return (true, state.waiter)
+        }
+        guard accepted else {
+            onDurable(.failure(StoreError.queueFinished))
+            return
+        }
+        waiter?.resume()
+    }
+
+    /// The committer loop: runs until ``finish()`` is called (or the task is cancelled, which acts as
+    /// ``finish()``) and everything submitted before it is committed. Call it once.
+    public func run() async {
+        let first = state.withLock { state in
+            defer { state.running = true }
+            return !state.running
+        }
+        precondition(first, "CommitQueue.run() called twice")
+        await withTaskCancellationHandler {
+            while let batch = await nextBatch() {
+                await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                    committer.async {
+                        self.commit(batch)
+                        done.resume()
+                    }
+                }
+            }
+        } onCancel: {
+            finish()
+        }
+    }
+
+    /// Stops accepting submissions; ``run()`` returns once the pending ones are committed.
+    public func finish() {
+        let waiter = state.withLock { state in
+            state.finished = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// The next batch, waiting for one if none is pending; `nil` once finished and drained.
+    private func nextBatch() async -> [Submission]? {
+        while true {
+            let taken = state.withLock { state -> [Submission]? in take(from: &state) }
+            if let taken { return taken.isEmpty ? nil : taken }
+            await withCheckedContinuation { (wake: CheckedContinuation<Void, Never>) in
+                let ready = state.withLock { state in
+                    if state.pending.isEmpty && !state.finished {
+                        state.waiter = wake
+                        return false
+                    }
+                    return true
+                }
+                if ready { wake.resume() }
+            }
+        }
+    }
+
+    /// Takes up to `maxBatch` writes of whole submissions: an empty array when finished and drained,
+    /// `nil` when there is nothing to take yet.
+    private func take(from state: inout State) -> [Submission]? {
+        if state.pending.isEmpty { return state.finished ? [] : nil }
+        var count = 0
+        var end = state.pending.startIndex
+        for submission in state.pending {
+            if end > state.pending.startIndex, count + submission.writes.count > maxBatch { break }
+            count += submission.writes.count
+            end += 1
+        }
+        if end == state.pending.endIndex {
+            defer { state.pending = [] }
+            return state.pending
+        }
+        let batch = Array(state.pending[..<end])
+        state.pending.removeSubrange(..<end)
+        return batch
+    }
+
+    /// Commits `batch` in one transaction and reports to each submitter, in order. Blocks.
+    private func commit(_ batch: [Submission]) {
+        var writes: [StoredWrite] = []
+        writes.reserveCapacity(batch.reduce(0) { $0 + $1.writes.count })
+        for submission in batch { writes.append(contentsOf: submission.writes) }
+        do {
+            try store.commit(writes)
+        } catch {
+            logger.error(
+                "Commit failed",
+                metadata: ["submissions": "\(batch.count)", "writes": "\(writes.count)", "error": "\(error)"])
+            if batch.count == 1 {
+                batch[0].onDurable(.failure(error))
+            } else {
+                retryOneByOne(batch)
+            }
+            return
+        }
+        for submission in batch { submission.onDurable(.success(())) }
+    }
+
+    /// Commits each submission of a failed batch on its own, so that one bad write fails only its
+    /// submitter (and a failing store fails them all, each with its own error).
+    private func retryOneByOne(_ batch: [Submission]) {
+        var failed = 0
+        for submission in batch {
+            do {
+                try store.commit(submission.writes)
+            } catch {
+                failed += 1
+                submission.onDurable(.failure(error))
+                continue
+            }
+            submission.onDurable(.success(()))
+        }
+        logger.notice(
+            "Retried the submissions of a failed batch one by one",
+            metadata: ["submissions": "\(batch.count)", "failed": "\(failed)"])
+    }
+}

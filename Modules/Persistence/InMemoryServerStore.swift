@@ -1,0 +1,51 @@
+import Synchronization
+public import Tree
+
+/// A ``ServerStore`` that keeps everything in memory: for tests and servers started with
+/// `--in-memory`. It accepts and rejects the same writes as ``SQLiteServerStore`` and yields the
+/// same trees, but nothing outlives the instance.
+///
+/// ```swift
+/// let store = InMemoryServerStore()
+/// try store.commit([StoredWrite(path: "a/b", node: Node(.bool(true)))])
+/// try store.loadTree()   // {"a":{"b":true}}
+/// ```
+///
+/// A commit costs O(size of the written nodes) to validate plus O(d log c) per write to apply;
+/// ``loadTree()`` is O(1).
+public final class InMemoryServerStore: ServerStore {
+    private struct State {
+        var tree: Node
+        var settings: [String: JSONValue]
+    }
+
+    private let state: Mutex<State>
+
+    /// A store holding `tree` and `settings`.
+    public init(tree: Node = .empty, settings: [String: JSONValue] = [:]) {
+        state = Mutex(State(tree: tree, settings: settings))
+    }
+
+    public func loadTree() -> Node {
+        state.withLock { $0.tree }
+    }
+
+    /// Applies `writes` in order, all or none; throws ``StoreError/invalidWrite(path:reason:)``
+    /// (changing nothing) for a key that ``SQLiteServerStore`` could not hold either.
+    public func commit(_ writes: [StoredWrite]) throws(StoreError) {
+        for write in writes { try write.validate() }
+        state.withLock { state in
+            var tree = state.tree
+            for write in writes { tree = tree.updating(at: write.path, to: write.node) }
+            state.tree = tree
+        }
+    }
+
+    public func setting(_ name: String) -> JSONValue? {
+        state.withLock { $0.settings[name] }
+    }
+
+    public func setSetting(_ name: String, _ value: JSONValue?) {
+        state.withLock { $0.settings[name] = value }
+    }
+}

@@ -1,0 +1,42 @@
+import GRDB
+
+extension SQLiteServerStore {
+    /// The on-disk format, created and upgraded by named migrations run in order.
+    ///
+    /// `v1`:
+    /// - `nodes(path, value)`: one row per leaf, keyed by its keys joined with `/` (no leading
+    ///   slash; a leaf at the root has the path `""`), holding the leaf's JSON; and one row per
+    ///   priority at `<path>/.priority` (`.priority` for the root) holding the priority's JSON.
+    ///   `WITHOUT ROWID` clusters the rows by path, so a subtree is one range of the primary key:
+    ///   `path >= 'a/' AND path < 'a0'` (`'0'` is the character after `'/'`, and keys never hold `/`).
+    /// - `settings(name, value)`: small JSON documents such as the security rules.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE nodes (path TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID;
+                    CREATE TABLE settings (name TEXT PRIMARY KEY NOT NULL, value TEXT);
+                    """)
+        }
+        return migrator
+    }
+}
+
+/// How locations map to rows of the `nodes` table.
+enum RowPath {
+    /// The row that holds the priority of the location whose row path is `path`.
+    static func priority(of path: String) -> String {
+        path.isEmpty ? ".priority" : path + "/.priority"
+    }
+
+    /// The row path of the child `key` of the location whose row path is `path`.
+    static func child(_ key: String, of path: String) -> String {
+        path.isEmpty ? key : path + "/" + key
+    }
+
+    /// Bounds of the rows strictly below the non-root location `path`: `path >= lower AND path < upper`.
+    static func descendants(of path: String) -> (lower: String, upper: String) {
+        (path + "/", path + "0")
+    }
+}

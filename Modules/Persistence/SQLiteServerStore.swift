@@ -1,0 +1,160 @@
+import Foundation
+import GRDB
+import Synchronization
+public import Tree
+
+/// A ``ServerStore`` in an SQLite file (WAL journal), one file per database.
+///
+/// ```swift
+/// let store = try SQLiteServerStore(path: "data/main.sqlite")        // creates data/ if missing
+/// try store.commit([StoredWrite(path: "users/ada", node: try Node(json: ["age": 36]))])
+/// let tree = try store.loadTree()                                     // {"users":{"ada":{"age":36}}}
+/// ```
+///
+/// The file holds one row per leaf and per priority (see the `v1` migration in
+/// `SQLiteServerStore+Schema.swift`), so a commit costs O(d + n) primary-key operations for a write
+/// of n leaves at depth d, whatever the size of the tree, and ``loadTree()`` reads every row once.
+///
+/// The store uses one connection (a GRDB `DatabaseQueue` in WAL mode): the server has a single
+/// writer, the ``CommitQueue``, and reads only at startup and for settings, so a pool of readers
+/// would buy nothing. Every call blocks its thread until SQLite is done (with ``Durability/full``
+/// a commit includes an fsync); call it from a thread that may block, as ``CommitQueue`` does.
+public final class SQLiteServerStore: ServerStore {
+    /// The database file.
+    public let path: String
+    /// What a returned ``commit(_:)`` survives.
+    public let durability: Durability
+    private let database: DatabaseQueue
+    private let closed = Atomic(false)
+
+    /// Opens the database file at `path`, creating it and its parent folder if missing, and brings
+    /// its format up to date. Throws ``StoreError/cannotOpen(file:reason:)``.
+    public init(path: String, durability: Durability = .full) throws(StoreError) {
+        self.path = path
+        self.durability = durability
+        do {
+            let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            var configuration = Configuration()
+            configuration.journalMode = .wal
+            configuration.label = "Canopy.SQLiteServerStore"
+            database = try DatabaseQueue(path: path, configuration: configuration)
+            // After the WAL setup, which sets `synchronous = NORMAL`.
+            try database.writeWithoutTransaction { db in
+                switch durability {
+                case .full:
+                    try db.execute(
+                        sql: "PRAGMA synchronous = FULL; PRAGMA fullfsync = ON; PRAGMA checkpoint_fullfsync = ON")
+                case .normal:
+                    try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                }
+            }
+            try Self.migrator.migrate(database)
+        } catch {
+            throw .cannotOpen(file: path, reason: "\(error)")
+        }
+    }
+
+    /// The whole stored tree, built bottom-up from every row in O(rows). On the project's 2-core VM,
+    /// 100,000 leaves load in about 0.25 s of CPU (0.5 s wall on a busy machine), 1,000,000 in about
+    /// 2 s of CPU.
+    ///
+    /// Throws ``StoreError/sqlite(file:operation:message:)`` when SQLite fails, and
+    /// ``StoreError/corruptData(file:row:reason:)`` when a row does not decode.
+    public func loadTree() throws(StoreError) -> Node {
+        do {
+            let loader = try database.read { db in
+                var loader = TreeLoader()
+                let rows = try Row.fetchCursor(db, sql: "SELECT path, value FROM nodes ORDER BY path")
+                while let row = try rows.next() {
+                    try loader.add(path: row[0], value: row[1])
+                }
+                return loader
+            }
+            return loader.build()
+        } catch let error as TreeLoaderError {
+            throw .corruptData(file: path, row: error.row, reason: error.reason)
+        } catch {
+            throw failure("loading the tree", error)
+        }
+    }
+
+    /// Applies `writes` in order in one transaction; see ``ServerStore/commit(_:)``.
+    ///
+    /// Throws ``StoreError/invalidWrite(path:reason:)`` for a key the store cannot hold and
+    /// ``StoreError/sqlite(file:operation:message:)`` when SQLite fails; either way nothing changed.
+    public func commit(_ writes: [StoredWrite]) throws(StoreError) {
+        guard !writes.isEmpty else { return }
+        do {
+            try database.write { db in
+                var writer = try RowWriter(db)
+                for write in writes { try writer.apply(write) }
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw failure("committing \(writes.count) write(s)", error)
+        }
+    }
+
+    /// The settings document `name`, or `nil`.
+    ///
+    /// ```swift
+    /// try store.setSetting("rules", [".read": true])
+    /// try store.setting("rules")   // [".read": true]
+    /// ```
+    public func setting(_ name: String) throws(StoreError) -> JSONValue? {
+        let text: String?
+        do {
+            text = try database.read { db in
+                try String.fetchOne(db, sql: "SELECT value FROM settings WHERE name = ?", arguments: [name])
+            }
+        } catch {
+            throw failure("reading setting \"\(name)\"", error)
+        }
+        guard let text else { return nil }
+        do {
+            return try JSONValue(parsing: text)
+        } catch {
+            throw .corruptData(file: path, row: "settings/\(name)", reason: error.description)
+        }
+    }
+
+    /// Stores the settings document `name` as JSON text; `nil` removes it.
+    public func setSetting(_ name: String, _ value: JSONValue?) throws(StoreError) {
+        do {
+            try database.write { db in
+                if let value {
+                    try db.execute(
+                        sql: """
+                            INSERT INTO settings (name, value) VALUES (?, ?)
+                            ON CONFLICT (name) DO UPDATE SET value = excluded.value
+                            """,
+                        arguments: [name, value.serialized()])
+                } else {
+                    try db.execute(sql: "DELETE FROM settings WHERE name = ?", arguments: [name])
+                }
+            }
+        } catch {
+            throw failure("writing setting \"\(name)\"", error)
+        }
+    }
+
+    /// Closes the file (checkpointing the WAL into it). Every later call throws
+    /// ``StoreError/sqlite(file:operation:message:)``. Optional: the store also closes when released.
+    public func close() throws(StoreError) {
+        do {
+            try database.close()
+            closed.store(true, ordering: .releasing)
+        } catch {
+            throw failure("closing", error)
+        }
+    }
+
+    /// The error for a failed `operation`; SQLite's own message for a closed connection ("out of
+    /// memory") would mislead.
+    private func failure(_ operation: String, _ error: any Error) -> StoreError {
+        let message = closed.load(ordering: .acquiring) ? "the store is closed" : "\(error)"
+        return .sqlite(file: path, operation: operation, message: message)
+    }
+}

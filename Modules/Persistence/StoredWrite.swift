@@ -1,0 +1,82 @@
+public import Tree
+
+/// One overwrite of the data at ``path`` with ``node`` (``Node/empty`` deletes). A multi-path update
+/// is several of these, committed together by ``ServerStore/commit(_:)``.
+///
+/// A write replaces everything at ``path``, priorities included, exactly as
+/// ``Node/updating(at:to:)`` does: a write below a leaf turns the leaf into a node with children
+/// (keeping its priority), and a deletion that leaves a location without children removes it, and
+/// its priority, too. A write to `<location>/.priority` sets only that location's priority (numbers
+/// and strings; any other node removes it) and does nothing where the location is empty.
+///
+/// ```swift
+/// try store.commit([
+///     StoredWrite(path: "users/ada/age", node: Node(.number(37))),
+///     StoredWrite(path: "users/ada/.priority", node: Node(.number(1))),
+///     StoredWrite(path: "users/bob", node: .empty),
+/// ])
+/// ```
+public struct StoredWrite: Sendable, Equatable {
+    /// The location written; `.priority` may only stand last.
+    public var path: Path
+    /// The data that replaces whatever is at ``path``.
+    public var node: Node
+
+    public init(path: Path, node: Node) {
+        self.path = path
+        self.node = node
+    }
+}
+
+extension StoredWrite {
+    /// Whether this write sets a priority (its path ends in `.priority`).
+    var isPriorityWrite: Bool { path.back?.isPriorityKey ?? false }
+
+    /// Checks that every key of ``path`` can be stored (see ``StoredKey/problem(with:)``), with
+    /// `.priority` allowed as the last key only.
+    func validatePath() throws(StoreError) {
+        let keys = path.components
+        for (offset, key) in zip(keys.indices, keys) {
+            if key.isPriorityKey, offset == keys.index(before: keys.endIndex) { continue }
+            if let reason = StoredKey.problem(with: key) {
+                throw .invalidWrite(path: path.wireString, reason: "key \"\(key.string)\" \(reason)")
+            }
+        }
+    }
+
+    /// Checks ``path`` and every key inside ``node``. O(size of node).
+    func validate() throws(StoreError) {
+        try validatePath()
+        if isPriorityWrite { return }
+        try validateKeys(of: node)
+    }
+
+    private func validateKeys(of node: Node) throws(StoreError) {
+        for (key, child) in node.children {
+            if let reason = StoredKey.problem(with: key) { throw childKeyError(key, reason) }
+            try validateKeys(of: child)
+        }
+    }
+
+    /// The error for a key inside ``node`` that cannot be stored.
+    func childKeyError(_ key: ChildKey, _ reason: String) -> StoreError {
+        .invalidWrite(path: path.wireString, reason: "child key \"\(key.string)\" below it \(reason)")
+    }
+}
+
+/// The rule for keys the stores accept: rows are addressed by keys joined with `/`, and a node's
+/// priority lives in a pseudo-child named `.priority`.
+enum StoredKey {
+    /// Why `key` cannot name stored data, or `nil` when it can.
+    static func problem(with key: ChildKey) -> String? {
+        let utf8 = key.string.utf8
+        if utf8.isEmpty { return "is empty" }
+        for byte in utf8 {
+            if byte == UInt8(ascii: "/") { return "contains '/'" }
+            // SQLite receives paths as C strings.
+            if byte == 0 { return "contains a NUL character" }
+        }
+        if key.isPriorityKey { return "is .priority, which only a path's last key may be" }
+        return nil
+    }
+}

@@ -1,0 +1,162 @@
+import Logging
+import Persistence
+import Synchronization
+import Testing
+import Tree
+
+struct CommitQueueTests {
+    /// Quiet: the failure tests log errors on purpose.
+    private let logger = Logger(label: "canopy.tests.commit-queue", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    /// What the callbacks saw, in the order they ran.
+    private final class Record: Sendable {
+        let order = Mutex<[Int]>([])
+        let failures = Mutex<[Int]>([])
+        let notDurable = Mutex<[Int]>([])
+        /// Held around `submit`, so that its numbering is the queue's submission order.
+        let sequence = Mutex(0)
+    }
+
+    @Test func concurrentWritesAreCommittedInOrderAndDurable() async throws {
+        try await withStoreFile { file in
+            let store = try SQLiteServerStore(path: file)
+            // A second connection: what it reads was committed, not merely handed to the store.
+            let reader = try SQLiteServerStore(path: file)
+            let queue = CommitQueue(store: store, maxBatch: 256, logger: logger)
+            let committer = Task { await queue.run() }
+            let record = Record()
+            let tasks = 8
+            let perTask = 1250
+            await withTaskGroup(of: Void.self) { group in
+                for task in 0..<tasks {
+                    group.addTask {
+                        for index in 0..<perTask {
+                            let path = Path(keys: [ChildKey("t\(task)"), ChildKey("w\(index)")])
+                            let write = StoredWrite(path: path, node: Node(.number(Double(index))))
+                            record.sequence.withLock { next in
+                                let number = next
+                                next += 1
+                                queue.submit([write]) { result in
+                                    if case .failure = result { record.failures.withLock { $0.append(number) } }
+                                    record.order.withLock { $0.append(number) }
+                                    // Spot-check durability from the other connection.
+                                    if number % 997 == 0,
+                                        (try? reader.loadTree().child(at: path)) != Node(.number(Double(index)))
+                                    {
+                                        record.notDurable.withLock { $0.append(number) }
+                                    }
+                                }
+                            }
+                            if index % 100 == 0 { await Task.yield() }
+                        }
+                    }
+                }
+            }
+            queue.finish()
+            await committer.value
+            let total = tasks * perTask
+            #expect(record.order.withLock { $0 } == Array(0..<total))
+            #expect(record.failures.withLock { $0 }.isEmpty)
+            #expect(record.notDurable.withLock { $0 }.isEmpty)
+
+            var expected = Node.empty
+            for task in 0..<tasks {
+                for index in 0..<perTask {
+                    expected = expected.updating(
+                        at: Path(keys: [ChildKey("t\(task)"), ChildKey("w\(index)")]), to: Node(.number(Double(index))))
+                }
+            }
+            try store.close()
+            #expect(try SQLiteServerStore(path: file).loadTree() == expected)
+        }
+    }
+
+    @Test func aFailingSubmissionFailsAloneAndOthersCommit() async throws {
+        try await withStoreFile { file in
+            let store = try SQLiteServerStore(path: file)
+            let queue = CommitQueue(store: store, logger: logger)
+            let results = Mutex<[String]>([])
+            let bad = StoredWrite(path: "bad", node: Node(children: [(ChildKey("x/y"), Node(.bool(true)))]))
+            let submissions: [(String, [StoredWrite])] = [
+                ("first", [try StoredWrite("a", 1)]),
+                ("bad", [try StoredWrite("b", 1), bad]),
+                ("empty", []),
+                ("last", [try StoredWrite("c", 1), try StoredWrite("a", 2)]),
+            ]
+            // Submitted before the committer starts, so they form one batch.
+            for (name, writes) in submissions {
+                queue.submit(writes) { result in
+                    let outcome = (try? result.get()) != nil ? "ok" : "failed"
+                    results.withLock { $0.append("\(name) \(outcome)") }
+                }
+            }
+            queue.finish()
+            await queue.run()
+            #expect(results.withLock { $0 } == ["first ok", "bad failed", "empty ok", "last ok"])
+            #expect(try store.loadTree() == (try Node(json: ["a": 2, "c": 1])))
+        }
+    }
+
+    @Test func storeFailureReachesEveryCallback() async throws {
+        try await withStoreFile { file in
+            let store = try SQLiteServerStore(path: file)
+            try store.close()
+            let queue = CommitQueue(store: store, logger: logger)
+            let failures = Mutex(0)
+            for index in 0..<5 {
+                queue.submit([StoredWrite(path: Path(keys: [ChildKey("k\(index)")]), node: Node(.bool(true)))]) {
+                    if case .failure(let error) = $0, error is StoreError { failures.withLock { $0 += 1 } }
+                }
+            }
+            queue.finish()
+            await queue.run()
+            #expect(failures.withLock { $0 } == 5)
+        }
+    }
+
+    @Test func largeSubmissionsAreNotSplitAndBatchesRespectTheLimit() async throws {
+        let store = InMemoryServerStore()
+        let queue = CommitQueue(store: store, maxBatch: 4, logger: logger)
+        let done = Mutex(0)
+        let big = (0..<10).map {
+            StoredWrite(path: Path(keys: [ChildKey("big"), ChildKey("\($0)")]), node: Node(.number(1)))
+        }
+        queue.submit(big) { _ in done.withLock { $0 += 1 } }
+        for index in 0..<9 {
+            queue.submit([StoredWrite(path: Path(keys: [ChildKey("s\(index)")]), node: Node(.number(2)))]) { _ in
+                done.withLock { $0 += 1 }
+            }
+        }
+        queue.finish()
+        await queue.run()
+        #expect(done.withLock { $0 } == 10)
+        #expect(store.loadTree().child(at: "big").childCount == 10)
+        #expect(store.loadTree().childCount == 10)
+    }
+
+    @Test func submitAfterFinishFailsAtOnce() async {
+        let queue = CommitQueue(store: InMemoryServerStore(), logger: logger)
+        let committer = Task { await queue.run() }
+        queue.finish()
+        await committer.value
+        let result = Mutex<StoreError?>(nil)
+        queue.submit([]) { outcome in
+            if case .failure(let error as StoreError) = outcome { result.withLock { $0 = error } }
+        }
+        #expect(result.withLock { $0 } == .queueFinished)
+    }
+
+    @Test func cancellingTheCommitterDrainsAndStops() async {
+        let store = InMemoryServerStore()
+        let queue = CommitQueue(store: store, logger: logger)
+        let committer = Task { await queue.run() }
+        let committed = Mutex(false)
+        queue.submit([StoredWrite(path: "a", node: Node(.bool(true)))]) { result in
+            committed.withLock { $0 = (try? result.get()) != nil }
+        }
+        committer.cancel()
+        await committer.value
+        #expect(committed.withLock { $0 })
+        #expect(store.loadTree() == Node(children: [(ChildKey("a"), Node(.bool(true)))]))
+    }
+}
