@@ -19,18 +19,23 @@ let package = Package(
         .library(name: "Transport", targets: ["Transport"]),
         .library(name: "Presence", targets: ["Presence"]),
         .library(name: "CanopyServer", targets: ["CanopyServer"]),
+        .library(name: "CanopyTesting", targets: ["CanopyTesting"]),
         .executable(name: "canopy-server", targets: ["canopy-server"]),
+        .executable(name: "canopy-load", targets: ["canopy-load"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         .target(
@@ -51,6 +56,7 @@ let package = Package(
             dependencies: [
                 "Tree",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Modules/Persistence",
@@ -78,8 +84,23 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ],
             path: "Modules/Server",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "CanopyTesting",
+            dependencies: [
+                "CanopyServer", "Transport", "Tree",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ],
+            path: "Modules/Testing",
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -90,6 +111,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Apps/canopy-server",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "canopy-load",
+            dependencies: [
+                "Transport", "Tree",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Apps/canopy-load",
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -116,6 +150,11 @@ let package = Package(
             name: "SyncEngineTests",
             dependencies: ["Tree", "Query", "SyncEngine"],
             resources: [.copy("Fixtures")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["CanopyTesting", "CanopyServer", "Transport", "Tree", "Query"],
             swiftSettings: swiftSettings
         ),
     ]

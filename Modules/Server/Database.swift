@@ -50,6 +50,10 @@ actor Database {
         _ path: Path, json: JSONValue, expectedHash: String? = nil,
         reply: @escaping @Sendable (WriteOutcome) -> Void
     ) {
+        if let refusal = Self.refuseInfoWrite(path) {
+            reply(.rejected(refusal))
+            return
+        }
         let context = ServerValueContext(now: Self.now())
         let node: Node
         do {
@@ -80,6 +84,10 @@ actor Database {
             for (key, value) in members {
                 let relative = try Path(validating: key)
                 let absolute = path.child(relative)
+                if let refusal = Self.refuseInfoWrite(absolute) {
+                    reply(.rejected(refusal))
+                    return
+                }
                 if absolute.count > TreeLimits.maxDepth {
                     throw TreeError.invalidPath(
                         absolute.wireString, reason: "is deeper than \(TreeLimits.maxDepth) levels")
@@ -131,6 +139,12 @@ actor Database {
                 done(WriteError(status: "storage_error", message: "the write could not be stored: \(error)"))
             }
         }
+    }
+
+    /// `.info` holds what a client knows about its connection; it is never stored data.
+    private static func refuseInfoWrite(_ path: Path) -> WriteError? {
+        guard path.front == .info else { return nil }
+        return WriteError(status: "invalid_path", message: "\(path) is read-only (.info is not stored data)")
     }
 
     /// Runs a connection's onDisconnect writes (no one to answer).

@@ -1,0 +1,349 @@
+import Foundation
+import HummingbirdWSClient
+import Logging
+import NIOWebSocket
+import Synchronization
+public import Transport
+public import Tree
+
+/// A realtime-protocol client over a real WebSocket, for tests: it sends requests, joins split
+/// frames and keeps every server message until a test takes it.
+///
+/// ```swift
+/// let client = try await RealtimeTestClient.connect(to: server)
+/// let answer = try await client.request(.put(path: "a", data: 1, hash: nil))
+/// #expect(answer.status == "ok")
+/// await client.close()
+/// ```
+///
+/// A connected client answers the server's WebSocket pings while it reads; ``vanish()`` makes it
+/// stop reading, so it goes silent without a close handshake, like a peer whose network dropped.
+public final class RealtimeTestClient: Sendable {
+    /// The control `h` message that opened the connection.
+    public struct Hello: Sendable, Equatable {
+        public var timestamp: Int64
+        public var version: String
+        public var host: String
+        public var sessionID: String
+    }
+
+    /// The answer to one request.
+    public struct Response: Sendable, Equatable {
+        public var number: Int
+        public var status: String
+        public var data: JSONValue
+
+        public var isOK: Bool { status == "ok" }
+    }
+
+    /// How long a wait lasts when a test names no timeout: generous, as builds share the machine.
+    public static let defaultTimeout: Duration = .seconds(15)
+
+    public let url: String
+    public let hello: Hello
+    private let link: Link
+    private let task: Task<Void, Never>
+
+    private init(url: String, hello: Hello, link: Link, task: Task<Void, Never>) {
+        self.url = url
+        self.hello = hello
+        self.link = link
+        self.task = task
+    }
+
+    /// Connects to `server` for `namespace` (`nil` names none: the server's default), naming
+    /// `lastSession` in `ls=` if given, and waits for the hello.
+    public static func connect(
+        to server: TestServer, namespace: String? = "test", lastSession: String? = nil,
+        timeout: Duration = defaultTimeout
+    ) async throws -> RealtimeTestClient {
+        try await connect(url: server.webSocketURL(namespace: namespace, lastSession: lastSession), timeout: timeout)
+    }
+
+    /// Connects to a realtime URL (`ws://HOST:PORT/.ws?v=5&ns=...`) and waits for the hello.
+    public static func connect(url: String, timeout: Duration = defaultTimeout) async throws -> RealtimeTestClient {
+        let link = Link()
+        let logger = TestServer.makeLogger(label: "canopy-test-client")
+        let task = Task {
+            do {
+                let configuration = WebSocketClientConfiguration(
+                    maxFrameSize: 1 << 26, closeTimeout: .seconds(5), autoPing: .disabled)
+                try await WebSocketClient.connect(url: url, configuration: configuration, logger: logger) {
+                    inbound, outbound, _ in
+                    link.attach(outbound)
+                    try await link.read(inbound)
+                }
+            } catch {
+                link.ended(with: error)
+            }
+            link.finish()
+        }
+        let first = await link.messages.take(timeout: timeout)
+        guard case .hello(let timestamp, let version, let host, let sessionID)? = first else {
+            task.cancel()
+            await task.value
+            let upgraded = link.state.withLock { $0.outbound != nil }
+            throw RealtimeTestError.noHello(
+                received: first, upgraded: upgraded, frames: link.state.withLock { $0.frames },
+                connectionError: link.error.map { "\($0)" })
+        }
+        return RealtimeTestClient(
+            url: url, hello: Hello(timestamp: timestamp, version: version, host: host, sessionID: sessionID),
+            link: link, task: task)
+    }
+
+    // MARK: Sending
+
+    /// Sends a request with the next request number, split into frames of at most
+    /// `maxFrameCharacters` (a count frame, then the pieces) when longer; returns its number.
+    @discardableResult
+    public func send(
+        _ action: ClientAction, maxFrameCharacters: Int = FrameAssembler.maxFrameCharacters
+    ) async throws -> Int {
+        try await link.sending { outbound, number in
+            let text = ClientMessage.request(ClientRequest(number: number, action: action)).json.serialized()
+            for frame in FrameAssembler.frames(for: text, maxFrameCharacters: maxFrameCharacters) {
+                try await outbound.write(.text(frame))
+            }
+        }
+    }
+
+    /// Sends text frames exactly as given (for malformed input, keepalives and hand-split messages).
+    public func sendRaw(_ frames: String...) async throws {
+        try await sendRaw(frames)
+    }
+
+    /// Sends text frames exactly as given, back to back.
+    public func sendRaw(_ frames: [String]) async throws {
+        _ = try await link.sending(numbered: false) { outbound, _ in
+            for frame in frames { try await outbound.write(.text(frame)) }
+        }
+    }
+
+    /// Sends control `p` (a protocol-level ping; the server answers control `o`).
+    public func sendPing() async throws {
+        try await sendRaw(ClientMessage.ping.json.serialized())
+    }
+
+    /// Sends `action` and waits for its answer, leaving other messages for later takes.
+    public func request(_ action: ClientAction, timeout: Duration = defaultTimeout) async throws -> Response {
+        let number = try await send(action)
+        return try await response(to: number, timeout: timeout)
+    }
+
+    /// Sends `action` and returns the answer's data; throws unless the status is `ok`.
+    @discardableResult
+    public func requestOK(_ action: ClientAction, timeout: Duration = defaultTimeout) async throws -> JSONValue {
+        let answer = try await request(action, timeout: timeout)
+        guard answer.isOK else { throw RealtimeTestError.notOK(action: action.name, answer.status, answer.data) }
+        return answer.data
+    }
+
+    /// A one-shot read (`g`) of `path`, optionally with a query object.
+    public func get(_ path: String, query: JSONValue? = nil) async throws -> JSONValue {
+        try await requestOK(.get(path: path, query: query))
+    }
+
+    /// Sets `path` to `value` and waits for `ok`.
+    public func put(_ path: String, _ value: JSONValue) async throws {
+        try await requestOK(.put(path: path, data: value, hash: nil))
+    }
+
+    // MARK: Receiving
+
+    /// Waits for the answer to request `number`.
+    public func response(to number: Int, timeout: Duration = defaultTimeout) async throws -> Response {
+        let message = await link.messages.take(timeout: timeout) { message in
+            if case .response(number, _, _) = message { return true }
+            return false
+        }
+        guard case .response(let number, let status, let data)? = message else {
+            throw RealtimeTestError.timedOut(
+                "the answer to request \(number)", connectionEnded: link.messages.isFinished)
+        }
+        return Response(number: number, status: status, data: data)
+    }
+
+    /// Takes the oldest message of any kind.
+    public func nextMessage(timeout: Duration = defaultTimeout) async throws -> ServerMessage {
+        guard let message = await link.messages.take(timeout: timeout) else {
+            throw RealtimeTestError.timedOut("a message", connectionEnded: link.messages.isFinished)
+        }
+        return message
+    }
+
+    /// Takes the oldest data push (`d` or `m`), leaving other messages.
+    public func nextPush(timeout: Duration = defaultTimeout) async throws -> ServerMessage {
+        guard let message = await link.messages.take(timeout: timeout, where: \.isDataPush) else {
+            throw RealtimeTestError.timedOut("a data push", connectionEnded: link.messages.isFinished)
+        }
+        return message
+    }
+
+    /// Takes the oldest message `accepts` takes.
+    public func next(
+        timeout: Duration = defaultTimeout, where accepts: @escaping @Sendable (ServerMessage) -> Bool
+    ) async throws -> ServerMessage {
+        guard let message = await link.messages.take(timeout: timeout, where: accepts) else {
+            throw RealtimeTestError.timedOut("a matching message", connectionEnded: link.messages.isFinished)
+        }
+        return message
+    }
+
+    /// Waits `duration` for a data push; returns it if one came (for "nothing is sent" checks).
+    public func pushIfAny(within duration: Duration) async -> ServerMessage? {
+        await link.messages.take(timeout: duration, where: \.isDataPush)
+    }
+
+    /// The messages received and not taken yet, oldest first.
+    public var pendingMessages: [ServerMessage] { link.messages.buffered }
+
+    /// Every text frame received, in order (the hello included).
+    public var receivedFrames: [String] { link.state.withLock { $0.frames } }
+
+    /// Messages that did not decode as server messages.
+    public var undecodableMessages: [String] { link.state.withLock { $0.undecodable } }
+
+    /// Whether the connection has ended (closed by either side).
+    public var isClosed: Bool { link.messages.isFinished }
+
+    /// Waits up to `timeout` for the connection to end; returns whether it did.
+    public func waitUntilClosed(timeout: Duration = defaultTimeout) async -> Bool {
+        if link.messages.isFinished { return true }
+        return await link.endSignal.take(timeout: timeout) != nil || link.messages.isFinished
+    }
+
+    // MARK: Ending
+
+    /// Closes the connection with a close handshake and waits until it has ended.
+    public func close() async {
+        if let outbound = link.state.withLock({ $0.outbound }) {
+            try? await outbound.close(.normalClosure, reason: nil)
+        }
+        // A silent client does not read the server's answering close frame: do not wait for it.
+        if !link.state.withLock({ $0.isSilenced }) { _ = await waitUntilClosed(timeout: .seconds(5)) }
+        task.cancel()
+        await task.value
+    }
+
+    /// Goes silent without a close handshake: the client stops reading, so it no longer answers
+    /// the server's WebSocket pings (those are answered while reading) and the server must notice
+    /// by its heartbeat. Call ``close()`` afterwards to release the socket.
+    public func vanish() async throws {
+        link.state.withLock { $0.isSilenced = true }
+        // The reader is waiting inside the WebSocket stream, where pings are still answered; a
+        // control ping makes the server send a frame, and the reader parks after taking it.
+        try await sendPing()
+        guard await link.parked.take(timeout: Self.defaultTimeout) != nil else {
+            throw RealtimeTestError.timedOut("the reader to stop", connectionEnded: link.messages.isFinished)
+        }
+    }
+}
+
+/// Why a ``RealtimeTestClient`` call failed.
+public enum RealtimeTestError: Error, CustomStringConvertible {
+    case noHello(received: ServerMessage?, upgraded: Bool, frames: [String], connectionError: String?)
+    case timedOut(String, connectionEnded: Bool)
+    case notOK(action: String, String, JSONValue)
+    case notConnected
+
+    public var description: String {
+        switch self {
+        case .noHello(let received, let upgraded, let frames, let error):
+            "expected a hello first, got \(received.map { "\($0)" } ?? "nothing")"
+                + (upgraded ? " after the upgrade, frames \(frames)" : " (the WebSocket upgrade did not complete)")
+                + (error.map { " (connection error: \($0))" } ?? "")
+        case .timedOut(let what, let ended):
+            "timed out waiting for \(what)" + (ended ? " (the connection has ended)" : "")
+        case .notOK(let action, let status, let data):
+            "request \"\(action)\" answered \(status): \(data.serialized())"
+        case .notConnected:
+            "the connection is not open"
+        }
+    }
+}
+
+extension ServerMessage {
+    /// Whether this is a data push (`d` overwrite or `m` merge).
+    public var isDataPush: Bool {
+        switch self {
+        case .overwrite, .merge: true
+        default: false
+        }
+    }
+}
+
+/// The state one connection's reader and senders share.
+private final class Link: Sendable {
+    struct State {
+        var outbound: WebSocketOutboundWriter?
+        var frames: [String] = []
+        var undecodable: [String] = []
+        var isSilenced = false
+        var error: (any Error)?
+    }
+
+    let state = Mutex(State())
+    let messages = Inbox<ServerMessage>()
+    let parked = Inbox<Bool>()
+    let endSignal = Inbox<Bool>()
+    private let sendLock = AsyncLock()
+    private let requestNumbers = Mutex(0)
+
+    var error: (any Error)? { state.withLock { $0.error } }
+
+    func attach(_ outbound: WebSocketOutboundWriter) {
+        state.withLock { $0.outbound = outbound }
+    }
+
+    /// Runs `body` alone (frames of one message stay together), with the next request number
+    /// when `numbered`; returns that number.
+    func sending(
+        numbered: Bool = true, _ body: (WebSocketOutboundWriter, Int) async throws -> Void
+    ) async throws -> Int {
+        try await sendLock.withLock {
+            guard let outbound = state.withLock({ $0.outbound }), !messages.isFinished else {
+                throw RealtimeTestError.notConnected
+            }
+            let number = numbered ? nextRequestNumber() : 0
+            try await body(outbound, number)
+            return number
+        }
+    }
+
+    private func nextRequestNumber() -> Int {
+        requestNumbers.withLock { number in
+            number += 1
+            return number
+        }
+    }
+
+    func read(_ inbound: WebSocketInboundStream) async throws {
+        var assembler = FrameAssembler()
+        for try await message in inbound.messages(maxSize: 1 << 28) {
+            guard case .text(let frame) = message else { continue }
+            state.withLock { $0.frames.append(frame) }
+            if case .message(let text)? = try assembler.append(frame) {
+                do {
+                    messages.append(try ServerMessage(json: try JSONValue(parsing: text)))
+                } catch {
+                    state.withLock { $0.undecodable.append(text) }
+                }
+            }
+            if state.withLock({ $0.isSilenced }) {
+                parked.append(true)
+                while !Task.isCancelled { try? await Task.sleep(for: .seconds(1)) }
+                throw CancellationError()
+            }
+        }
+    }
+
+    func ended(with error: any Error) {
+        state.withLock { if $0.error == nil { $0.error = error } }
+    }
+
+    func finish() {
+        messages.finish()
+        endSignal.append(true)
+    }
+}

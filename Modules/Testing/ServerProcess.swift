@@ -1,0 +1,141 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The real `canopy-server` executable running as a child process, for tests that must kill the
+/// server outright (SIGKILL) and start it again on the same data.
+///
+/// The process is started with `--port 0`; its port is read from the `port=NNNN` metadata of its
+/// "listening" log line.
+public final class ServerProcess: Sendable {
+    public let port: Int
+    public let executable: String
+    private let process: Process
+    private let output: OutputCollector
+
+    /// `http://127.0.0.1:PORT`.
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    /// The realtime URL for `namespace`.
+    public func webSocketURL(namespace: String) -> String { "ws://127.0.0.1:\(port)/.ws?v=5&ns=\(namespace)" }
+
+    /// Everything the process wrote to stdout and stderr so far.
+    public var log: String { output.text }
+
+    private init(port: Int, executable: String, process: Process, output: OutputCollector) {
+        self.port = port
+        self.executable = executable
+        self.process = process
+        self.output = output
+    }
+
+    /// Starts `executable` with `--port 0 --data dataDirectory` and `arguments`, and waits until
+    /// it logs its port.
+    public static func start(
+        executable: String, dataDirectory: String, arguments: [String] = [], timeout: Duration = .seconds(60)
+    ) async throws -> ServerProcess {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["--port", "0", "--data", dataDirectory, "--log-level", "info"] + arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        let output = OutputCollector()
+        pipe.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            if data.isEmpty {
+                handle.readabilityHandler = nil
+            } else {
+                output.append(data)
+            }
+        }
+        try process.run()
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let port = output.listeningPort {
+                return ServerProcess(port: port, executable: executable, process: process, output: output)
+            }
+            guard process.isRunning else { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        if process.isRunning { send(SIGKILL, to: process) }
+        throw ServerProcessError.didNotStart(log: output.text)
+    }
+
+    /// Kills the process with SIGKILL (no shutdown, no flush) and waits until it is gone.
+    public func kill() async {
+        send(SIGKILL, to: process)
+        await waitForExit()
+    }
+
+    /// Asks the process to stop with SIGTERM and waits until it is gone.
+    public func terminate() async {
+        send(SIGTERM, to: process)
+        await waitForExit()
+    }
+
+    private func waitForExit() async {
+        while process.isRunning { try? await Task.sleep(for: .milliseconds(10)) }
+    }
+
+    /// Where the `canopy-server` executable built with the tests is, if anywhere.
+    ///
+    /// Looks at `CANOPY_SERVER_BINARY`, then beside the running test binary (the build products
+    /// folder of whatever scratch path was used), then in the package's `.build/debug`.
+    public static func locateExecutable(packageFile: String = #filePath) -> String? {
+        let files = FileManager.default
+        var candidates: [String] = []
+        if let explicit = ProcessInfo.processInfo.environment["CANOPY_SERVER_BINARY"] { candidates.append(explicit) }
+        var folders: [URL] = []
+        if let executable = Bundle.main.executableURL { folders.append(executable.deletingLastPathComponent()) }
+        if let first = CommandLine.arguments.first {
+            folders.append(URL(fileURLWithPath: first).deletingLastPathComponent())
+        }
+        for bundle in Bundle.allBundles { folders.append(bundle.bundleURL.deletingLastPathComponent()) }
+        // `packageFile` is the calling file, two folders below the package root.
+        let root = URL(fileURLWithPath: packageFile).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        folders.append(root.appendingPathComponent(".build/debug"))
+        candidates += folders.map { $0.appendingPathComponent("canopy-server").path }
+        return candidates.first { files.isExecutableFile(atPath: $0) }
+    }
+}
+
+private func send(_ signal: Int32, to process: Process) {
+    _ = kill(process.processIdentifier, signal)
+}
+
+/// Why a ``ServerProcess`` could not start.
+public enum ServerProcessError: Error, CustomStringConvertible {
+    case didNotStart(log: String)
+
+    public var description: String {
+        switch self {
+        case .didNotStart(let log): "canopy-server did not log its port; its output:\n\(log)"
+        }
+    }
+}
+
+/// Collects a child process's output as it arrives.
+private final class OutputCollector: Sendable {
+    private let data = Mutex(Data())
+
+    func append(_ chunk: Data) { data.withLock { $0.append(chunk) } }
+
+    var text: String { data.withLock { String(decoding: $0, as: UTF8.self) } }
+
+    /// The `port=NNNN` of the first log line that says it is listening.
+    var listeningPort: Int? {
+        for line in text.split(separator: "\n") where line.contains("listening") {
+            guard let range = line.range(of: "port=") else { continue }
+            let digits = line[range.upperBound...].prefix { $0.isNumber }
+            if let port = Int(digits), port > 0 { return port }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,105 @@
+import CanopyServer
+import CanopyTesting
+import Testing
+import Tree
+
+/// REST event streams (Server-Sent Events).
+struct EventStreamTests {
+    @Test func streamStartsWithAPutOfTheWholeValue() async throws {
+        try await withTestServer { server in
+            _ = try await server.http(.PUT, "/rooms.json", body: #"{"a":{"title":"A"},"b":{"title":"B"}}"#)
+            let stream = try await server.eventStream("/rooms.json")
+            #expect(stream.status == 200)
+            #expect(stream.header("Content-Type") == "text/event-stream; charset=utf-8")
+            let first = try await stream.next()
+            #expect(first.name == "put")
+            #expect(first.json == ["path": "/", "data": ["a": ["title": "A"], "b": ["title": "B"]]])
+            #expect(server.openConnections == 1)
+            await stream.close()
+            // The server notices the client went away and drops the stream and its listener.
+            #expect(await server.waitForOpenConnections(0))
+            #expect(await server.waitForMetric("canopy_listeners_active", toBe: 0))
+        }
+    }
+
+    @Test func streamOnAbsentDataStartsWithNull() async throws {
+        try await withTestServer { server in
+            let stream = try await server.eventStream("/empty.json")
+            let first = try await stream.next()
+            #expect(first.name == "put")
+            #expect(first.json == ["path": "/", "data": nil])
+            await stream.close()
+        }
+    }
+
+    @Test func writesBecomePutAndPatchEventsRelativeToTheLocation() async throws {
+        try await withTestServer { server in
+            _ = try await server.http(.PUT, "/rooms.json", body: #"{"a":{"title":"A"}}"#)
+            let stream = try await server.eventStream("/rooms.json")
+            _ = try await stream.nextData()
+
+            _ = try await server.http(.PUT, "/rooms/b.json", body: #"{"title":"B"}"#)
+            let put = try await stream.nextData()
+            #expect(put.name == "put")
+            #expect(put.json == ["path": "/b", "data": ["title": "B"]])
+
+            _ = try await server.http(.PATCH, "/rooms.json", body: #"{"a/title":"A2","c":1}"#)
+            let patch = try await stream.nextData()
+            #expect(patch.name == "patch")
+            #expect(patch.json == ["path": "/", "data": ["a/title": "A2", "c": 1]])
+
+            _ = try await server.http(.DELETE, "/rooms/b.json")
+            #expect(try await stream.nextData().json == ["path": "/b", "data": nil])
+
+            // A write above the location arrives as a put of the location's new value.
+            _ = try await server.http(.PUT, "/.json", body: #"{"rooms":{"z":true},"other":1}"#)
+            #expect(try await stream.nextData().json == ["path": "/", "data": ["z": true]])
+
+            // Realtime writes reach event streams too.
+            let client = try await RealtimeTestClient.connect(
+                to: server, namespace: server.configuration.defaultNamespace)
+            try await client.put("rooms/z", false)
+            #expect(try await stream.nextData().json == ["path": "/z", "data": false])
+            await client.close()
+
+            // A write elsewhere sends nothing: the next event is for the next write here.
+            _ = try await server.http(.PUT, "/other.json", body: "2")
+            _ = try await server.http(.PUT, "/rooms/y.json", body: "3")
+            #expect(try await stream.nextData().json == ["path": "/y", "data": 3])
+            await stream.close()
+        }
+    }
+
+    @Test func keepAliveEventsComeAtTheConfiguredInterval() async throws {
+        try await withTestServer { server in
+            let stream = try await server.eventStream("/quiet.json")
+            _ = try await stream.next()
+            let started = ContinuousClock.now
+            let first = try await stream.next(timeout: .seconds(10)) { $0.name == "keep-alive" }
+            #expect(first.data == "null")
+            _ = try await stream.next(timeout: .seconds(10)) { $0.name == "keep-alive" }
+            // Interval 1 s: two keep-alives well within 10 s.
+            #expect(ContinuousClock.now - started <= .seconds(10))
+            await stream.close()
+        }
+    }
+
+    @Test func aQueryStreamSendsItsWindow() async throws {
+        try await withTestServer { server in
+            _ = try await server.http(.PUT, "/s.json", body: #"{"a":1,"b":2,"c":3}"#)
+            let stream = try await server.eventStream(
+                "/s.json" + TestServer.query(["orderBy": "\"$value\"", "limitToLast": "2"]))
+            let first = try await stream.next()
+            #expect(first.json == ["path": "/", "data": ["b": 2, "c": 3]])
+            await stream.close()
+        }
+    }
+
+    @Test func aStreamWithoutOrderByForRangeIsRefused() async throws {
+        try await withTestServer { server in
+            let stream = try await server.eventStream("/s.json?limitToFirst=1")
+            #expect(stream.status == 400)
+            await stream.close()
+        }
+    }
+}

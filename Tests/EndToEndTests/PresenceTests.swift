@@ -1,0 +1,131 @@
+import CanopyServer
+import CanopyTesting
+import Testing
+import Transport
+import Tree
+
+/// onDisconnect operations: when they run, in which order, and what cancels them.
+struct PresenceTests {
+    @Test func onDisconnectOperationsRunInRegistrationOrderAfterACleanClose() async throws {
+        try await withClients(2) { server, clients in
+            let observer = clients[1]
+            let client = try await RealtimeTestClient.connect(to: server)
+            try await client.put("status", "online")
+            try await client.put("profile", ["name": "Ada", "online": true])
+            try await client.requestOK(.onDisconnectPut(path: "status", data: "offline"))
+            try await client.requestOK(
+                .onDisconnectMerge(path: "profile", data: ["online": false, "seen": [".sv": "timestamp"]]))
+            try await client.requestOK(.onDisconnectPut(path: "status", data: "gone"))
+            try await client.requestOK(.onDisconnectPut(path: "list/x", data: 1))
+            try await client.requestOK(.onDisconnectPut(path: "list", data: ["y": 2]))
+            try await client.requestOK(.onDisconnectPut(path: "tmp/a", data: 1))
+            try await client.requestOK(.onDisconnectMerge(path: "tmp/b", data: ["c": 2]))
+            try await client.requestOK(.onDisconnectCancel(path: "tmp"))
+            try await client.requestOK(.onDisconnectPut(path: "cancelled", data: true))
+            try await client.requestOK(.onDisconnectCancel(path: "cancelled"))
+            try await client.requestOK(.onDisconnectPut(path: "done", data: true))
+            try await observer.listen("done")
+            #expect(try await observer.get("status") == "online", "ran before the connection closed")
+
+            let closing = nowMilliseconds()
+            await client.close()
+            #expect(try await observer.nextPush() == .overwrite(path: "done", data: true, tag: nil))
+            #expect(try await observer.get("status") == "gone")
+            let profile = try await observer.get("profile")
+            #expect(profile["name"] == "Ada" && profile["online"] == false)
+            #expect((profile["seen"]?.numberValue ?? 0) >= closing - 1000, "resolved at registration: \(profile)")
+            #expect(try await observer.get("list") == ["y": 2])
+            #expect(try await observer.get("tmp") == .null)
+            #expect(try await observer.get("cancelled") == .null)
+        }
+    }
+
+    @Test func aSilentPeerIsDetectedByTheHeartbeatAndItsOperationsRun() async throws {
+        try await withClients(1, configure: { $0.heartbeatInterval = .seconds(1) }) { server, clients in
+            let observer = clients[0]
+            let client = try await RealtimeTestClient.connect(to: server)
+            try await client.put("presence/ada", "online")
+            try await client.requestOK(.onDisconnectPut(path: "presence/ada", data: "offline"))
+            try await observer.listen("presence/ada")
+
+            try await client.vanish()
+            let vanished = ContinuousClock.now
+            // Heartbeat 1 s: detected within two intervals; 6 s is a generous functional bound.
+            let push = try await observer.nextPush(timeout: .seconds(20))
+            let elapsed = ContinuousClock.now - vanished
+            #expect(push == .overwrite(path: "presence/ada", data: "offline", tag: nil))
+            #expect(elapsed <= .seconds(6), "onDisconnect ran \(elapsed) after the peer went silent")
+            await client.close()
+        }
+    }
+
+    @Test func aSilentPeerIsNotDroppedBeforeTheHeartbeatNotices() async throws {
+        // Shows that `vanish()` goes silent rather than closing: with a 60 s heartbeat nothing runs.
+        try await withClients(1, configure: { $0.heartbeatInterval = .seconds(60) }) { server, clients in
+            let observer = clients[0]
+            let client = try await RealtimeTestClient.connect(to: server)
+            try await client.requestOK(.onDisconnectPut(path: "presence/cy", data: "offline"))
+            try await observer.listen("presence/cy")
+            try await client.vanish()
+            let push = await observer.pushIfAny(within: .seconds(3))
+            #expect(push == nil, "onDisconnect ran although the peer did not close: \(String(describing: push))")
+            #expect(server.openConnections == 2)
+            await client.close()
+            #expect(try await observer.nextPush() == .overwrite(path: "presence/cy", data: "offline", tag: nil))
+        }
+    }
+
+    @Test func aLiveClientIsNotDroppedByTheHeartbeat() async throws {
+        try await withClients(1, configure: { $0.heartbeatInterval = .seconds(1) }) { server, clients in
+            let observer = clients[0]
+            let client = try await RealtimeTestClient.connect(to: server)
+            try await client.put("presence/bob", "online")
+            try await client.requestOK(.onDisconnectPut(path: "presence/bob", data: "offline"))
+            // Several heartbeat intervals (1 s) pass; the client answers the pings while reading.
+            try await Task.sleep(for: .milliseconds(3500))
+            #expect(!client.isClosed)
+            #expect(try await observer.get("presence/bob") == "online")
+            try await client.put("presence/bob", "still here")
+            #expect(try await observer.get("presence/bob") == "still here")
+            await client.close()
+        }
+    }
+
+    @Test func aNewConnectionNamingTheOldSessionRunsItsOperationsFirst() async throws {
+        try await withClients(1) { server, clients in
+            let observer = clients[0]
+            let old = try await RealtimeTestClient.connect(to: server)
+            try await old.put("x", "before")
+            try await old.requestOK(.onDisconnectPut(path: "x", data: "old"))
+
+            let new = try await RealtimeTestClient.connect(to: server, lastSession: old.hello.sessionID)
+            try await new.put("x", "new")
+            #expect(try await observer.get("x") == "new")
+
+            // The server tells the old connection to shut down (clients then close it); its
+            // operations do not run a second time when it closes.
+            _ = try await old.next {
+                if case .shutdown = $0 { return true }
+                return false
+            }
+            await old.close()
+            // Only the observer and the new connection are left once the old one is fully gone.
+            #expect(await server.waitForOpenConnections(2))
+            #expect(try await observer.get("x") == "new")
+            await new.close()
+        }
+    }
+
+    @Test func operationsAreResolvedWhenTheyRunNotWhenRegistered() async throws {
+        try await withClients(1) { server, clients in
+            let observer = clients[0]
+            let client = try await RealtimeTestClient.connect(to: server)
+            try await client.put("counter", 1)
+            try await client.requestOK(.onDisconnectPut(path: "counter", data: [".sv": ["increment": 10]]))
+            try await observer.put("counter", 100)
+            try await observer.listen("counter")
+            await client.close()
+            #expect(try await observer.nextPush() == .overwrite(path: "counter", data: 110, tag: nil))
+        }
+    }
+}
