@@ -68,29 +68,20 @@ extension JSONValue: Codable {
 }
 
 extension JSONValue {
-    /// Parses JSON text; throws ``TreeError/invalidJSON(reason:)`` when it is not JSON.
+    /// Parses JSON text; throws ``TreeError/invalidJSON(reason:)`` (with the byte offset) when it
+    /// is not JSON.
     public init(parsing text: String) throws(TreeError) {
-        try self.init(parsing: Data(text.utf8))
+        var text = text
+        let result = text.withUTF8 { bytes in Result { () throws(TreeError) in try JSONScanner.parse(bytes) } }
+        self = try result.get()
     }
 
     /// Parses UTF-8 JSON bytes; throws ``TreeError/invalidJSON(reason:)`` when they are not JSON.
     public init(parsing data: Data) throws(TreeError) {
-        do {
-            self = try JSONDecoder().decode(JSONValue.self, from: data)
-        } catch let error as DecodingError {
-            throw .invalidJSON(reason: Self.reason(error))
-        } catch {
-            throw .invalidJSON(reason: "\(error)")
+        let result = data.withUnsafeBytes { raw in
+            Result { () throws(TreeError) in try JSONScanner.parse(raw.bindMemory(to: UInt8.self)) }
         }
-    }
-
-    private static func reason(_ error: DecodingError) -> String {
-        switch error {
-        case .dataCorrupted(let context): context.underlyingError.map { "\($0)" } ?? context.debugDescription
-        case .typeMismatch(_, let context), .valueNotFound(_, let context), .keyNotFound(_, let context):
-            context.debugDescription
-        @unknown default: "\(error)"
-        }
+        self = try result.get()
     }
 
     /// Compact JSON text (object members sorted by key, so equal values serialize equally).

@@ -1,0 +1,48 @@
+import Foundation
+import Testing
+import Tree
+
+/// `JSONValue(parsing:)` reads strict JSON: these cases pin down what it accepts and refuses.
+struct JSONScannerTests {
+    @Test func readsEveryKindOfValue() throws {
+        let value = try JSONValue(parsing: #" { "a" : [1, -2.5e3, 0, -0, true, false, null, "x"], "b": {}, "c": [] } "#)
+        #expect(
+            value == ["a": [1, -2500, 0, 0, true, false, nil, "x"], "b": .object([:]), "c": .array([])])
+    }
+
+    @Test func decodesStringEscapesAndSurrogatePairs() throws {
+        let value = try JSONValue(parsing: #"["\"\\\/\b\f\n\r\t", "\u00e9\u4e2d", "\ud83d\ude00", "é中😀"]"#)
+        #expect(value == ["\"\\/\u{08}\u{0C}\n\r\t", "é中", "😀", "é中😀"])
+    }
+
+    @Test(arguments: [
+        "", "{", "[1,]", "{\"a\":1,}", "01", "1.", ".5", "-", "1e", "+1", "tru", "nul", "\"abc", "\"\u{01}\"",
+        "\"\\x\"", "\"\\ud83d\"", "\"\\ude00\"", "[1] 2", "{a:1}", "{\"a\" 1}", "1e400", "NaN",
+    ])
+    func refusesInvalidText(_ text: String) {
+        #expect(throws: TreeError.self) { try JSONValue(parsing: text) }
+    }
+
+    @Test func refusesInvalidUTF8() {
+        #expect(throws: TreeError.self) { try JSONValue(parsing: Data([0x22, 0xFF, 0xFE, 0x22])) }
+    }
+
+    @Test func limitsNesting() throws {
+        let deep = String(repeating: "[", count: 600) + String(repeating: "]", count: 600)
+        #expect(throws: TreeError.self) { try JSONValue(parsing: deep) }
+        let fine = String(repeating: "[", count: 100) + String(repeating: "]", count: 100)
+        _ = try JSONValue(parsing: fine)
+    }
+
+    @Test func saysWhereTheTextWentWrong() {
+        #expect(throws: TreeError.invalidJSON(reason: "expected ',' or ']' at byte 3")) {
+            try JSONValue(parsing: "[1 2]")
+        }
+    }
+
+    @Test func roundTripsThroughSerialization() throws {
+        let value: JSONValue = ["k": ["s": "quote \" and \\ and \u{1} and é", "n": 1.5, "i": -7, "a": [nil, true]]]
+        #expect(try JSONValue(parsing: value.serialized()) == value)
+        #expect(try JSONValue(parsing: value.serialized(pretty: true)) == value)
+    }
+}
