@@ -37,7 +37,7 @@ extension CanopyServer {
         } catch .storage(let reason) {
             return Self.error(.internalServerError, "Storage error: \(reason)")
         }
-        if rest.isRulesDocument { return try await rules(request, database: database) }
+        if rest.isRulesDocument { return try await rules(request, rest: rest, database: database) }
         var body = request
         switch request.method {
         case .get:
@@ -104,7 +104,7 @@ extension CanopyServer {
         _ method: HTTPRequest.Method, json: JSONValue, rest: RESTRequest, request: Request, database: Database
     ) async -> Response {
         let ifMatch = request.headers[.ifMatch]
-        let expectedHash = ifMatch.map { $0 == "null_etag" ? "" : Self.hash(fromETag: $0) }
+        let expectedHash = ifMatch.map { $0 == "null_etag" ? "" : $0 }
         var answer = json
         let outcome: WriteOutcome
         switch method {
@@ -153,11 +153,11 @@ extension CanopyServer {
         }
     }
 
-    private func rules(_ request: Request, database: Database) async throws -> Response {
+    private func rules(_ request: Request, rest: RESTRequest, database: Database) async throws -> Response {
         var request = request
         switch request.method {
         case .get:
-            return Self.json(await database.rules, status: .ok, headers: [:], rest: RESTRequest.empty)
+            return Self.json(await database.rules, status: .ok, headers: [:], rest: rest)
         case .put:
             guard request.headers[.authorization] == "Bearer owner" else {
                 return Self.error(.unauthorized, "Permission denied")
@@ -176,7 +176,7 @@ extension CanopyServer {
                 Task { await database.setRules(document) { continuation.resume(returning: $0) } }
             }
             if let failure { return Self.error(.internalServerError, "Could not store the rules: \(failure)") }
-            return Self.json(["status": "ok"], status: .ok, headers: [:], rest: RESTRequest.empty)
+            return Self.json(["status": "ok"], status: .ok, headers: [:], rest: rest)
         default:
             return Self.error(.methodNotAllowed, "Method \(request.method) is not allowed")
         }
@@ -186,8 +186,6 @@ extension CanopyServer {
     static func etag(_ node: Node) -> String {
         node.isEmpty ? "null_etag" : node.hash
     }
-
-    static func hash(fromETag etag: String) -> String { etag }
 
     static func json(
         _ value: JSONValue, status: HTTPResponse.Status, headers: HTTPFields, rest: RESTRequest
@@ -207,14 +205,4 @@ extension CanopyServer {
         let text = JSONValue.object(["error": .string(message)]).serialized()
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
     }
-}
-
-extension RESTRequest {
-    static var empty: RESTRequest {
-        var request = RESTRequest()
-        request.parameters = [:]
-        return request
-    }
-
-    init() {}
 }

@@ -27,9 +27,9 @@ extension Database {
             subscriber: subscriber, path: path, queryID: queryID, params: params, tag: tag, view: nil)
         let push: Push?
         if params.loadsAllData {
-            push =
-                hash == data.hash && hash?.isEmpty == false
-                ? nil : Push(kind: .overwrite, path: path, data: data.json(exportFormat: true), tag: tag)
+            // Skip resending data the client already holds; hash only when it sent one.
+            let clientHasIt = hash.map { !$0.isEmpty && $0 == data.hash } ?? false
+            push = clientHasIt ? nil : Push(kind: .overwrite, path: path, data: data.json(exportFormat: true), tag: tag)
         } else {
             let complete = CacheNode(node: data, isFullyInitialized: true, isFiltered: false)
             let view = View(params: params, initialCache: ViewCache(eventCache: complete, serverCache: complete))
