@@ -59,7 +59,13 @@ public enum ServerMessage: Sendable, Equatable {
     }
 
     /// The message as one JSON text (before frame splitting).
-    public var text: String { json.serialized() }
+    public var text: String {
+        // The plain acknowledgement is by far the most frequent message; spell it directly.
+        if case .response(let number, "ok", .string("")) = self {
+            return #"{"d":{"b":{"d":"","s":"ok"},"r":"# + String(number) + #"},"t":"d"}"#
+        }
+        return json.serialized()
+    }
 
     private static func push(_ action: String, path: String, data: JSONValue, tag: Int?) -> JSONValue {
         var body: [String: JSONValue] = ["p": .string(path), "d": data]

@@ -121,7 +121,7 @@ public struct ChildKey: Sendable, Hashable, Comparable, CustomStringConvertible,
 
     /// Keys are equal when their UTF-8 bytes are, not merely canonically equivalent.
     @inlinable public static func == (lhs: ChildKey, rhs: ChildKey) -> Bool {
-        lhs.string.utf8.elementsEqual(rhs.string.utf8)
+        compareStrings(lhs.string, rhs.string) == 0
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -150,6 +150,22 @@ public struct ChildKey: Sendable, Hashable, Comparable, CustomStringConvertible,
 
 /// Three-way comparison of strings by Unicode code point (UTF-8 byte order).
 @inlinable func compareStrings(_ a: String, _ b: String) -> Int {
+    let contiguous = a.utf8.withContiguousStorageIfAvailable { x in
+        b.utf8.withContiguousStorageIfAvailable { y in compareBytes(x, y) }
+    }
+    if let contiguous, let result = contiguous { return result }
     if a.utf8.elementsEqual(b.utf8) { return 0 }
     return a.utf8.lexicographicallyPrecedes(b.utf8) ? -1 : 1
+}
+
+/// Three-way comparison of byte strings: the first differing byte decides, then the length.
+@inlinable func compareBytes(_ x: UnsafeBufferPointer<UInt8>, _ y: UnsafeBufferPointer<UInt8>) -> Int {
+    let count = Swift.min(x.count, y.count)
+    var index = 0
+    while index < count {
+        let (p, q) = (x[index], y[index])
+        if p != q { return p < q ? -1 : 1 }
+        index += 1
+    }
+    return x.count == y.count ? 0 : (x.count < y.count ? -1 : 1)
 }

@@ -117,12 +117,13 @@ extension JSONValue {
                 return
             }
             output += "{"
-            for (offset, key) in members.keys.sorted(by: { ChildKey($0) < ChildKey($1) }).enumerated() {
+            let sorted = members.map { (key: ChildKey($0.key), value: $0.value) }.sorted { $0.key < $1.key }
+            for (offset, member) in sorted.enumerated() {
                 if offset > 0 { output += "," }
                 if pretty { Self.newline(&output, indent + 1) }
-                Self.writeString(key, to: &output)
+                Self.writeString(member.key.string, to: &output)
                 output += pretty ? ": " : ":"
-                members[key, default: .null].write(to: &output, pretty: pretty, indent: indent + 1)
+                member.value.write(to: &output, pretty: pretty, indent: indent + 1)
             }
             if pretty { Self.newline(&output, indent) }
             output += "}"
@@ -142,6 +143,12 @@ extension JSONValue {
     }
 
     static func writeString(_ string: String, to output: inout String) {
+        if !string.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            output += "\""
+            output += string
+            output += "\""
+            return
+        }
         output += "\""
         var pendingStart = string.unicodeScalars.startIndex
         let scalars = string.unicodeScalars

@@ -5,6 +5,9 @@ import Tree
 struct ServerMessageTests {
     @Test func encodesTheEnvelopesOfThePROTOCOL() {
         #expect(ServerMessage.ok(3).text == #"{"d":{"b":{"d":"","s":"ok"},"r":3},"t":"d"}"#)
+        for number in [0, 7, 123_456_789] {
+            #expect(ServerMessage.ok(number).text == ServerMessage.ok(number).json.serialized())
+        }
         #expect(
             ServerMessage.overwrite(path: "a/b", data: 1, tag: nil).text
                 == #"{"d":{"a":"d","b":{"d":1,"p":"a/b"}},"t":"d"}"#)
