@@ -1,7 +1,5 @@
 import Foundation
-import HummingbirdWebSocket
 import Logging
-import NIOWebSocket
 import Presence
 import Prometheus
 import Query
@@ -9,62 +7,8 @@ import Transport
 import Tree
 
 extension CanopyServer {
-    /// Serves one realtime connection until it closes, then runs its onDisconnect writes.
-    func serveRealtime(
-        inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, parameters: [String: String],
-        logger: Logger
-    ) async throws {
-        let connection = RealtimeConnection()
-        metrics.connections.increment()
-        defer { metrics.connections.decrement() }
-        let writer = Task {
-            for await text in connection.messages {
-                for frame in FrameAssembler.frames(for: text) { try await outbound.write(.text(frame)) }
-            }
-            // The outbound queue ends when the connection is done or was replaced by a newer one.
-            try? await outbound.close(.goingAway, reason: nil)
-        }
-        defer { writer.cancel() }
-        connection.send(
-            .hello(
-                timestamp: Int64(Database.now()), version: "5", host: advertisedHost, sessionID: connection.sessionID))
-        let namespace = parameters["ns"].flatMap { $0.isEmpty ? nil : $0 } ?? configuration.defaultNamespace
-        let database: Database
-        do {
-            database = try await databases.database(namespace)
-        } catch {
-            connection.send(.error("unknown or invalid namespace \"\(namespace)\""))
-            connection.finishOutbound()
-            _ = await writer.result
-            return
-        }
-        if let last = parameters["ls"], !last.isEmpty { await sessions.end(last) }
-        sessions.add(connection, database: database)
-        var assembler = FrameAssembler(maxMessageBytes: configuration.maxMessageBytes)
-        do {
-            for try await message in inbound.messages(maxSize: configuration.maxMessageBytes) {
-                guard case .text(let frame) = message else { continue }
-                if connection.isRetired { break }
-                let output: FrameAssembler.Output?
-                do {
-                    output = try assembler.append(frame)
-                } catch {
-                    connection.send(.error("\(error)"))
-                    break
-                }
-                guard case .message(let text)? = output else { continue }
-                await handle(text, on: connection, database: database, logger: logger)
-            }
-        } catch {
-            logger.debug("realtime connection ended", metadata: ["error": "\(error)"])
-        }
-        sessions.remove(connection)
-        await Self.disconnect(connection, from: database)
-        connection.finishOutbound()
-        _ = await writer.result
-    }
-
-    private func handle(_ text: String, on connection: RealtimeConnection, database: Database, logger: Logger) async {
+    /// Handles one assembled realtime message of `connection`.
+    func handle(_ text: String, on connection: RealtimeConnection, database: Database) async {
         let message: ClientMessage
         do {
             message = try ClientMessage(json: try JSONValue(parsing: text))

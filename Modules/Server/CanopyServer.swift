@@ -1,6 +1,6 @@
 import Foundation
 import Hummingbird
-import HummingbirdWebSocket
+import HummingbirdCore
 public import Logging
 import NIOCore
 import ServiceLifecycle
@@ -38,25 +38,15 @@ public struct CanopyServer: Sendable {
         return "\(configuration.host):\(port)"
     }
 
-    /// The HTTP application with the WebSocket upgrade at `/.ws`.
+    /// The HTTP application with the realtime WebSocket upgrade at `/.ws`.
     func makeApplication(onRunning: @escaping @Sendable (Int) async -> Void) -> some ApplicationProtocol {
         let server = self
         let responder = CallbackResponder<BasicRequestContext> { request, context in
             try await server.respond(to: request, context: context)
         }
-        let webSocket = WebSocketServerConfiguration(
-            maxFrameSize: max(1 << 20, min(configuration.maxMessageBytes, 1 << 24)),
-            autoPing: .enabled(timePeriod: configuration.heartbeatInterval))
         return Application(
             responder: responder,
-            server: .http1WebSocketUpgrade(configuration: .init(ws: webSocket)) { request, _, _ in
-                guard let target = request.path, target.hasPrefix("/.ws") else { return .dontUpgrade }
-                let parameters = Self.queryParameters(of: target)
-                return .upgrade([:]) { inbound, outbound, context in
-                    try await server.serveRealtime(
-                        inbound: inbound, outbound: outbound, parameters: parameters, logger: context.logger)
-                }
-            },
+            server: HTTPServerBuilder { responder in RealtimeUpgradeChannel(server: server, responder: responder) },
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.port), serverName: "Canopy"),
             onServerRunning: { channel in

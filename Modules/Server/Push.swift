@@ -1,3 +1,4 @@
+public import NIOCore
 import Synchronization
 import Transport
 public import Tree
@@ -16,7 +17,7 @@ public final class Push: Sendable {
     public let data: JSONValue
     /// The filtered query the push is for, if any.
     public let tag: Int?
-    private let encoded = Mutex<String?>(nil)
+    private let encoded = Mutex<ByteBuffer?>(nil)
 
     public init(kind: Kind, path: Path, data: JSONValue, tag: Int?) {
         self.kind = kind
@@ -25,17 +26,18 @@ public final class Push: Sendable {
         self.tag = tag
     }
 
-    /// The realtime-protocol text of this push.
-    public var wireText: String {
-        if let text = encoded.withLock({ $0 }) { return text }
+    /// The realtime-protocol message of this push, encoded once and shared by every connection
+    /// it goes to.
+    public var wireBuffer: ByteBuffer {
+        if let buffer = encoded.withLock({ $0 }) { return buffer }
         let message: ServerMessage =
             switch kind {
             case .overwrite: .overwrite(path: path.wireString, data: data, tag: tag)
             case .merge: .merge(path: path.wireString, data: data, tag: tag)
             }
-        let text = message.text
-        encoded.withLock { $0 = text }
-        return text
+        let buffer = ByteBuffer(string: message.text)
+        encoded.withLock { $0 = buffer }
+        return buffer
     }
 }
 

@@ -1,28 +1,60 @@
 import Foundation
 import Logging
+import NIOCore
+import NIOWebSocket
 import Presence
+import Prometheus
 import Query
 import Synchronization
 import Transport
 import Tree
 
-/// One realtime-protocol connection: its outbound queue, listens and onDisconnect operations.
+/// One realtime-protocol connection: its requests in arrival order, its outbound messages, and its
+/// onDisconnect operations.
+///
+/// Requests are handled one after another by a task that exists only while some are waiting, so
+/// an idle connection costs no task. Outbound messages may be queued from any thread; they are
+/// written on the channel's event loop in batches, with one flush per batch.
 final class RealtimeConnection: Subscriber {
     let subscriberID = SubscriberIDs.make()
     let sessionID: String
-    private let outbound: AsyncStream<String>.Continuation
-    let messages: AsyncStream<String>
+    private let channel: any Channel
+    private let server: CanopyServer
+    private let outbox = Mutex(Outbox())
+    private let inbox = Mutex(Inbox())
     private let state = Mutex(State())
 
-    struct State {
+    private struct Outbox {
+        var pending: [ByteBuffer] = []
+        /// The storage of the last written batch, reused for the next one.
+        var spare: [ByteBuffer] = []
+        var flushScheduled = false
+        /// Set once the connection should close after what is pending was written.
+        var closeCode: WebSocketErrorCode?
+    }
+
+    private enum Inbound {
+        case message(String)
+        /// The socket closed: run the onDisconnect writes after the requests before it.
+        case closed
+    }
+
+    private struct Inbox {
+        var queue: [Inbound] = []
+        var draining = true
+        var database: Database?
+    }
+
+    private struct State {
         var disconnect = DisconnectOperations()
         /// Set once the operations were run (on close, or when a newer connection took over).
         var retired = false
     }
 
-    init() {
+    init(channel: any Channel, server: CanopyServer) {
+        self.channel = channel
+        self.server = server
         sessionID = Self.makeSessionID()
-        (messages, outbound) = AsyncStream<String>.makeStream(bufferingPolicy: .unbounded)
     }
 
     private static func makeSessionID() -> String {
@@ -30,11 +62,143 @@ final class RealtimeConnection: Subscriber {
         return String((0..<32).map { _ in alphabet[Int.random(in: 0..<alphabet.count)] })
     }
 
-    func deliver(_ push: Push) { outbound.yield(push.wireText) }
+    // MARK: Inbound
 
-    func send(_ message: ServerMessage) { outbound.yield(message.text) }
+    /// Greets the client and opens its namespace; requests that arrive meanwhile wait in order.
+    /// A reconnect naming its previous session (`ls`) ends that session first.
+    func open(parameters: [String: String]) {
+        server.metrics.connections.increment()
+        send(
+            .hello(
+                timestamp: Int64(Database.now()), version: "5", host: server.advertisedHost, sessionID: sessionID))
+        let namespace = parameters["ns"].flatMap { $0.isEmpty ? nil : $0 } ?? server.configuration.defaultNamespace
+        Task {
+            let database: Database
+            do {
+                database = try await server.databases.database(namespace)
+            } catch {
+                send(.error("unknown or invalid namespace \"\(namespace)\""))
+                closeAfterPendingMessages()
+                inbox.withLock { $0.queue.removeAll() }
+                await drain(database: nil)
+                return
+            }
+            if let last = parameters["ls"], !last.isEmpty { await server.sessions.end(last) }
+            server.sessions.add(self, database: database)
+            inbox.withLock { $0.database = database }
+            await drain(database: database)
+        }
+    }
 
-    func finishOutbound() { outbound.finish() }
+    /// Queues one assembled message (called on the event loop, in arrival order).
+    func receive(_ text: String) { enqueue(.message(text)) }
+
+    /// The socket closed.
+    func channelClosed() { enqueue(.closed) }
+
+    private func enqueue(_ item: Inbound) {
+        let (start, database) = inbox.withLock { inbox -> (Bool, Database?) in
+            inbox.queue.append(item)
+            if inbox.draining { return (false, nil) }
+            inbox.draining = true
+            return (true, inbox.database)
+        }
+        guard start else { return }
+        Task { await drain(database: database) }
+    }
+
+    private func drain(database: Database?) async {
+        var batch: [Inbound] = []
+        while true {
+            inbox.withLock { inbox in
+                swap(&batch, &inbox.queue)
+                if batch.isEmpty { inbox.draining = false }
+            }
+            if batch.isEmpty { return }
+            for item in batch {
+                switch item {
+                case .message(let text):
+                    guard let database, !isRetired else { continue }
+                    await server.handle(text, on: self, database: database)
+                case .closed:
+                    server.metrics.connections.decrement()
+                    server.sessions.remove(self)
+                    if let database { await CanopyServer.disconnect(self, from: database) }
+                    // Nothing more is read after the close; the inbox stays "draining" for good.
+                    return
+                }
+            }
+            batch.removeAll(keepingCapacity: true)
+        }
+    }
+
+    // MARK: Outbound
+
+    func deliver(_ push: Push) { enqueue(push.wireBuffer) }
+
+    func send(_ message: ServerMessage) { enqueue(ByteBuffer(string: message.text)) }
+
+    /// Closes the WebSocket (with `code`) once everything queued so far was written.
+    func closeAfterPendingMessages(code: WebSocketErrorCode = .normalClosure) {
+        let schedule = outbox.withLock { outbox -> Bool in
+            if outbox.closeCode == nil { outbox.closeCode = code }
+            return scheduleFlush(&outbox)
+        }
+        if schedule { channel.eventLoop.execute { self.flush() } }
+    }
+
+    private func enqueue(_ buffer: ByteBuffer) {
+        let schedule = outbox.withLock { outbox -> Bool in
+            guard outbox.closeCode == nil else { return false }
+            outbox.pending.append(buffer)
+            return scheduleFlush(&outbox)
+        }
+        if schedule { channel.eventLoop.execute { self.flush() } }
+    }
+
+    private func scheduleFlush(_ outbox: inout Outbox) -> Bool {
+        if outbox.flushScheduled { return false }
+        outbox.flushScheduled = true
+        return true
+    }
+
+    /// Writes every queued message and flushes once (on the event loop).
+    private func flush() {
+        let (batch, closeCode) = outbox.withLock { outbox -> ([ByteBuffer], WebSocketErrorCode?) in
+            var batch: [ByteBuffer] = []
+            swap(&batch, &outbox.spare)
+            swap(&batch, &outbox.pending)
+            outbox.flushScheduled = false
+            return (batch, outbox.closeCode)
+        }
+        for message in batch { write(message) }
+        var spare = batch
+        spare.removeAll(keepingCapacity: true)
+        outbox.withLock { outbox in
+            if outbox.spare.capacity < spare.capacity { outbox.spare = spare }
+        }
+        if let closeCode {
+            var data = channel.allocator.buffer(capacity: 2)
+            data.write(webSocketErrorCode: closeCode)
+            channel.write(WebSocketFrame(fin: true, opcode: .connectionClose, data: data), promise: nil)
+            channel.flush()
+            channel.close(promise: nil)
+        } else {
+            channel.flush()
+        }
+    }
+
+    private func write(_ message: ByteBuffer) {
+        guard message.readableBytes > FrameAssembler.maxFrameCharacters else {
+            channel.write(WebSocketFrame(fin: true, opcode: .text, data: message), promise: nil)
+            return
+        }
+        for frame in FrameAssembler.frames(for: String(buffer: message)) {
+            channel.write(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: frame)), promise: nil)
+        }
+    }
+
+    // MARK: onDisconnect
 
     func register(_ operation: DisconnectOperation) -> Bool {
         state.withLock { state in
@@ -78,7 +242,7 @@ final class SessionRegistry: Sendable {
         guard let (connection, database) = sessions.withLock({ $0.removeValue(forKey: id) }) else { return }
         await CanopyServer.disconnect(connection, from: database)
         connection.send(.shutdown(reason: "replaced by a newer connection of the same client"))
-        connection.finishOutbound()
+        connection.closeAfterPendingMessages(code: .goingAway)
     }
 }
 

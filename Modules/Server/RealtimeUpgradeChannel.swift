@@ -1,0 +1,135 @@
+import HTTPTypes
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
+import NIOWebSocket
+
+/// The server's child channel: HTTP/1.1 for REST and event streams, or, for a WebSocket upgrade at
+/// `/.ws`, the realtime protocol served by a ``RealtimeChannelHandler`` on the channel's own event
+/// loop.
+///
+/// Unlike Hummingbird's WebSocket channel, an upgraded connection keeps no task, async stream or
+/// writer of its own while it is idle: its handler reacts to frames as NIO reads them, and outbound
+/// messages are written in batches with one flush. That is what keeps an idle connection small and
+/// fan-out cheap.
+struct RealtimeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
+    enum UpgradeResult: Sendable {
+        /// The realtime handlers are installed; nothing more to do in a task.
+        case realtime
+        case notUpgraded(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>)
+        case failedUpgrade(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>)
+    }
+
+    struct Value: ServerChildChannelValue {
+        let upgradeResult: EventLoopFuture<UpgradeResult>
+        let channel: any Channel
+    }
+
+    let responder: HTTPChannelHandler.Responder
+    let server: CanopyServer
+
+    init(server: CanopyServer, responder: @escaping HTTPChannelHandler.Responder) {
+        self.server = server
+        self.responder = Self.redirectingLateUpgrades(responder)
+    }
+
+    /// WebSocket frames above this size are refused by the decoder; messages are capped more
+    /// precisely by ``FrameAssembler``.
+    var maxFrameBytes: Int { max(1 << 20, min(server.configuration.maxMessageBytes, 1 << 24)) }
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        channel.eventLoop.makeCompletedFuture {
+            let upgradeAttempted = NIOLoopBoundBox(false, eventLoop: channel.eventLoop)
+            let server = self.server
+            let maxFrameBytes = self.maxFrameBytes
+            let upgrader = NIOTypedWebSocketServerUpgrader<UpgradeResult>(
+                maxFrameSize: maxFrameBytes,
+                shouldUpgrade: { channel, head in
+                    upgradeAttempted.value = true
+                    let isRealtime = head.uri == "/.ws" || head.uri.hasPrefix("/.ws?")
+                    return channel.eventLoop.makeSucceededFuture(isRealtime ? HTTPHeaders() : nil)
+                },
+                upgradePipelineHandler: { channel, head in
+                    channel.eventLoop.makeCompletedFuture {
+                        let parameters = CanopyServer.queryParameters(of: head.uri)
+                        try channel.pipeline.syncOperations.addHandler(
+                            NIOWebSocketFrameAggregator(
+                                minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1 << 16,
+                                maxAccumulatedFrameSize: maxFrameBytes))
+                        try channel.pipeline.syncOperations.addHandler(
+                            RealtimeChannelHandler(server: server, parameters: parameters))
+                        return UpgradeResult.realtime
+                    }
+                }
+            )
+            let upgrade = NIOTypedHTTPServerUpgradeConfiguration(
+                upgraders: [upgrader],
+                notUpgradingCompletionHandler: { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+                        try channel.pipeline.syncOperations.addHandler(
+                            HTTPConnectionStateHandler(idleTimeout: nil, logger: logger))
+                        let http = try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(
+                            wrappingChannelSynchronously: channel,
+                            configuration: .init(isOutboundHalfClosureEnabled: true))
+                        return upgradeAttempted.value ? UpgradeResult.failedUpgrade(http) : .notUpgraded(http)
+                    }
+                }
+            )
+            var configuration = NIOUpgradableHTTPServerPipelineConfiguration<UpgradeResult>(
+                upgradeConfiguration: upgrade)
+            configuration.enablePipelining = false
+            configuration.enableErrorHandling = false
+            configuration.enableResponseHeaderValidation = false
+            let result = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(
+                configuration: configuration)
+            return Value(upgradeResult: result, channel: channel)
+        }
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        do {
+            switch try await value.upgradeResult.get() {
+            case .realtime: return
+            case .notUpgraded(let http): await handleHTTP(asyncChannel: http, logger: logger)
+            case .failedUpgrade(let http): await Self.refuseUpgrade(http, logger: logger)
+            }
+        } catch {
+            logger.debug("connection ended before its first request", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Answers an upgrade this server does not serve (a WebSocket to another path) with 400.
+    private static func refuseUpgrade(_ http: NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>, logger: Logger) async
+    {
+        do {
+            try await http.executeThenClose { _, outbound in
+                let head = HTTPResponse(status: .badRequest, headerFields: [.connection: "close", .contentLength: "0"])
+                try await outbound.write(contentsOf: [.head(head), .end(nil)])
+            }
+        } catch {
+            logger.trace("could not answer a refused upgrade", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// NIO upgrades only on a connection's first request. A client asking for a WebSocket later on
+    /// a kept-alive connection is redirected to the same URL and the connection closed, so that it
+    /// retries on a new one (as Hummingbird's WebSocket channel does).
+    private static func redirectingLateUpgrades(
+        _ responder: @escaping HTTPChannelHandler.Responder
+    ) -> HTTPChannelHandler.Responder {
+        struct LateUpgradeRedirected: Error {}
+        return { request, writer, channel in
+            guard request.headers[.upgrade]?.lowercased() == "websocket" else {
+                return try await responder(request, writer, channel)
+            }
+            let location = request.uri.query.map { "\(request.uri.path)?\($0)" } ?? request.uri.path
+            try await writer.writeResponse(
+                HTTPResponse(status: .temporaryRedirect, headerFields: [.connection: "close", .location: location]))
+            throw LateUpgradeRedirected()
+        }
+    }
+}
