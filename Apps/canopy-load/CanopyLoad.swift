@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import Histogram
-import Logging
+import NIOPosix
 import Synchronization
 import Transport
 import Tree
@@ -13,7 +13,7 @@ struct CanopyLoad: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "canopy-load",
         abstract: "Load generator for canopy-server.",
-        subcommands: [Writes.self, Fanout.self, Idle.self])
+        subcommands: [Writes.self, Fanout.self, Idle.self, Baseline.self])
 }
 
 struct ServerOptions: ParsableArguments {
@@ -23,20 +23,60 @@ struct ServerOptions: ParsableArguments {
     @Option(help: "Namespace (database) to use.")
     var namespace: String = "load"
 
-    var url: String { "ws://\(server)/.ws?v=5&ns=\(namespace)" }
+    var uri: String { "/.ws?v=5&ns=\(namespace)" }
+
+    func endpoint() throws -> (host: String, port: Int) {
+        guard let colon = server.lastIndex(of: ":"), let port = Int(server[server.index(after: colon)...]) else {
+            throw ValidationError("--server must be host:port, got \(server)")
+        }
+        return (String(server[..<colon]), port)
+    }
+
+    /// Opens one realtime connection whose messages go to the session `makeSession` builds.
+    func connect(_ makeSession: @escaping @Sendable () -> any LoadSession) async throws -> LoadConnection {
+        let (host, port) = try endpoint()
+        return try await LoadConnection.connect(
+            host: host, port: port, uri: uri, group: MultiThreadedEventLoopGroup.singleton, makeSession: makeSession)
+    }
+}
+
+/// Prints a line at once (unbuffered), so progress shows up in logs and pipes as it happens.
+func report(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
 func monotonicNanoseconds() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
-/// Figures shared by the tasks of one run.
+func makeHistogram() -> Histogram<UInt64> {
+    Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
+}
+
+/// Figures shared by the sessions of one run, and a signal per finished session.
 final class Tally: Sendable {
     let count = Atomic<Int>(0)
     let ready = Atomic<Int>(0)
-    let latencies = Mutex(
-        Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three))
+    private let latencies = Mutex(makeHistogram())
+    let finished: AsyncStream<Void>
+    private let finish: AsyncStream<Void>.Continuation
 
-    func merge(_ histogram: Histogram<UInt64>) { latencies.withLock { $0.add(histogram) } }
+    init() { (finished, finish) = AsyncStream<Void>.makeStream() }
+
+    /// Adds one session's latencies and counts it as finished.
+    func finish(with histogram: Histogram<UInt64>) {
+        latencies.withLock { $0.add(histogram) }
+        finish.yield()
+    }
+
     var histogram: Histogram<UInt64> { latencies.withLock { $0 } }
+
+    /// Waits until `sessions` sessions finished.
+    func waitForSessions(_ sessions: Int) async {
+        var remaining = sessions
+        for await _ in finished {
+            remaining -= 1
+            if remaining == 0 { return }
+        }
+    }
 }
 
 func describe(_ histogram: Histogram<UInt64>, _ label: String) -> String {
@@ -45,78 +85,134 @@ func describe(_ histogram: Histogram<UInt64>, _ label: String) -> String {
         Double(histogram.valueAtPercentile(99)) / 1e6, Double(histogram.max) / 1e6)
 }
 
-func request(_ number: Int, _ action: ClientAction) -> String {
-    ClientMessage.request(ClientRequest(number: number, action: action)).json.serialized()
+/// Request texts, spelled directly so the load generator spends its time sending, not encoding.
+enum Requests {
+    static func put(_ number: Int, path: String, json: String) -> String {
+        #"{"t":"d","d":{"r":"# + String(number) + #","a":"p","b":{"p":""# + path + #"","d":"# + json + "}}}"
+    }
+
+    static func listen(_ number: Int, path: String) -> String {
+        #"{"t":"d","d":{"r":"# + String(number) + #","a":"q","b":{"p":""# + path + #"","h":""}}}"#
+    }
+}
+
+/// Opens `count` connections, at most `concurrency` handshakes at a time.
+func connectAll(
+    _ count: Int, options: ServerOptions, concurrency: Int = 64,
+    makeSession: @escaping @Sendable (Int) -> any LoadSession
+) async throws -> [LoadConnection] {
+    try await withThrowingTaskGroup(of: LoadConnection.self) { group in
+        var connections: [LoadConnection] = []
+        for index in 0..<count {
+            if index >= concurrency, let connection = try await group.next() { connections.append(connection) }
+            group.addTask { try await options.connect { makeSession(index) } }
+        }
+        for try await connection in group { connections.append(connection) }
+        return connections
+    }
 }
 
 /// Acknowledged writes per second from many concurrent writers.
 struct Writes: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Acknowledged writes/s from concurrent WebSocket writers.")
+        abstract: "Acknowledged writes/s from concurrent WebSocket writers.",
+        discussion: """
+            Each connection keeps `--pipeline` puts in flight to `load/w<connection>/k<0..999>` and sends \
+            the next one when one is acknowledged. With `--baseline <folder>`, the same number of \
+            upserts is first measured straight through GRDB (see `canopy-load baseline`), and the \
+            ratio of the two is printed.
+            """)
 
     @OptionGroup var options: ServerOptions
     @Option(help: "Concurrent writer connections.") var connections = 100
     @Option(help: "Writes each connection keeps in flight.") var pipeline = 32
     @Option(help: "Seconds to run.") var duration: Double = 10
+    @Option(help: "Folder for a raw GRDB baseline run before the server run (same durability).")
+    var baseline: String?
 
     func run() async throws {
-        let logger = Logger(label: "canopy-load")
+        var baselineRate: Double?
+        if let baseline {
+            let run = BaselineRun(
+                folder: baseline, writers: connections, keysPerWriter: 1000, batch: connections * pipeline,
+                duration: duration, fsync: true)
+            baselineRate = try run.measure()
+        }
         let tally = Tally()
         let deadline = monotonicNanoseconds() + UInt64(duration * 1e9)
-        let (url, pipeline) = (options.url, pipeline)
-        print("writes: \(connections) connections × \(pipeline) in flight for \(duration) s against \(options.server)")
+        report("writes: \(connections) connections × \(pipeline) in flight for \(duration) s against \(options.server)")
         let started = monotonicNanoseconds()
-        await withTaskGroup(of: Void.self) { group in
-            for index in 0..<connections {
-                group.addTask {
-                    let connection = LoadConnection(url: url, logger: logger)
-                    var incoming = connection.incoming.makeAsyncIterator()
-                    guard await connection.awaitHello(&incoming) else { return }
-                    var sentAt: [Int: UInt64] = [:]
-                    var next = 1
-                    func sendOne() {
-                        let number = next
-                        next += 1
-                        sentAt[number] = monotonicNanoseconds()
-                        connection.send(
-                            request(
-                                number,
-                                .put(path: "load/w\(index)/k\(number % 1000)", data: .number(Double(number)), hash: nil)
-                            ))
-                    }
-                    for _ in 0..<pipeline { sendOne() }
-                    var local = Histogram<UInt64>(
-                        highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
-                    while let text = await incoming.next() {
-                        guard let number = LoadConnection.responseNumber(text),
-                            let sent = sentAt.removeValue(forKey: number)
-                        else {
-                            continue
-                        }
-                        tally.count.add(1, ordering: .relaxed)
-                        _ = local.record(monotonicNanoseconds() - sent)
-                        if monotonicNanoseconds() < deadline {
-                            sendOne()
-                        } else if sentAt.isEmpty {
-                            break
-                        }
-                    }
-                    connection.close()
-                    tally.merge(local)
-                }
-            }
+        let pipeline = pipeline
+        let open = try await connectAll(connections, options: options) { index in
+            WriterSession(index: index, pipeline: pipeline, deadline: deadline, tally: tally)
         }
+        await tally.waitForSessions(connections)
         let elapsed = Double(monotonicNanoseconds() - started) / 1e9
         let total = tally.count.load(ordering: .relaxed)
-        print(String(format: "acked writes: %d in %.2f s = %.0f writes/s", total, elapsed, Double(total) / elapsed))
-        print(describe(tally.histogram, "ack latency"))
+        let rate = Double(total) / elapsed
+        report(String(format: "acked writes: %d in %.2f s = %.0f writes/s", total, elapsed, rate))
+        report(describe(tally.histogram, "ack latency"))
+        if let baselineRate {
+            report(String(format: "server / raw GRDB baseline: %.2f×", rate / baselineRate))
+        }
+        for connection in open { connection.close() }
+    }
+}
+
+/// One writer connection: `pipeline` puts in flight, the next sent as each is acknowledged.
+final class WriterSession: LoadSession {
+    private let index: Int
+    private let pipeline: Int
+    private let deadline: UInt64
+    private let tally: Tally
+    private var sentAt: [Int: UInt64] = [:]
+    private var next = 1
+    private var histogram = makeHistogram()
+    private var finished = false
+
+    init(index: Int, pipeline: Int, deadline: UInt64, tally: Tally) {
+        self.index = index
+        self.pipeline = pipeline
+        self.deadline = deadline
+        self.tally = tally
+    }
+
+    private func sendOne(_ output: inout LoadOutput) {
+        let number = next
+        next += 1
+        sentAt[number] = monotonicNanoseconds()
+        output.send(Requests.put(number, path: "load/w\(index)/k\(number % 1000)", json: String(number)))
+    }
+
+    func received(_ message: String, output: inout LoadOutput) {
+        if next == 1 {
+            if MessageText.isHello(message) { for _ in 0..<pipeline { sendOne(&output) } }
+            return
+        }
+        guard !finished, let number = MessageText.responseNumber(message),
+            let sent = sentAt.removeValue(forKey: number)
+        else { return }
+        let now = monotonicNanoseconds()
+        tally.count.add(1, ordering: .relaxed)
+        _ = histogram.record(now - sent)
+        if now < deadline {
+            sendOne(&output)
+        } else if sentAt.isEmpty {
+            finished = true
+            tally.finish(with: histogram)
+        }
     }
 }
 
 /// Events per second fanned out from writers to many listeners, with write-to-event latency.
 struct Fanout: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Events/s fanned out to many listeners, with latency percentiles.")
+        abstract: "Events/s fanned out to many listeners, with latency percentiles.",
+        discussion: """
+            Every listener listens to `fan/topic`; one writer connection sets it `--rate` times a \
+            second to a value carrying its send time, and each listener records the time from that \
+            send to the event's arrival.
+            """)
 
     @OptionGroup var options: ServerOptions
     @Option(help: "Listener connections (all on one location).") var listeners = 1000
@@ -124,71 +220,79 @@ struct Fanout: AsyncParsableCommand {
     @Option(help: "Seconds to write.") var duration: Double = 10
 
     func run() async throws {
-        let logger = Logger(label: "canopy-load")
         let tally = Tally()
-        let (url, listeners, rate) = (options.url, listeners, rate)
+        let (listeners, rate) = (listeners, rate)
         let topic = "fan/topic"
-        let expectedWrites = Int(Double(rate) * duration)
-        print("fanout: \(listeners) listeners, \(rate) writes/s for \(duration) s against \(options.server)")
-        let writer = LoadConnection(url: url, logger: logger)
-        var writerIncoming = writer.incoming.makeAsyncIterator()
-        guard await writer.awaitHello(&writerIncoming) else {
-            throw ValidationError("could not connect to \(options.server)")
+        let expected = Int(Double(rate) * duration)
+        report("fanout: \(listeners) listeners, \(rate) writes/s for \(duration) s against \(options.server)")
+        let writer = try await options.connect { IgnoringSession() }
+        let open = try await connectAll(listeners, options: options) { _ in
+            ListenerSession(topic: topic, expected: expected, tally: tally)
         }
-        let drain = Task { while await writerIncoming.next() != nil {} }
-        await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<listeners {
-                group.addTask {
-                    let connection = LoadConnection(url: url, logger: logger)
-                    var incoming = connection.incoming.makeAsyncIterator()
-                    guard await connection.awaitHello(&incoming) else { return }
-                    connection.send(request(1, .listen(path: topic, query: nil, tag: nil, hash: nil)))
-                    var local = Histogram<UInt64>(
-                        highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
-                    var count = 0
-                    var isReady = false
-                    while let text = await incoming.next() {
-                        if !isReady, LoadConnection.responseNumber(text) == 1 {
-                            isReady = true
-                            tally.ready.add(1, ordering: .relaxed)
-                            continue
-                        }
-                        guard let sent = LoadConnection.integer(after: "sent:", in: text) else { continue }
-                        _ = local.record(monotonicNanoseconds() &- sent)
-                        count += 1
-                        tally.count.add(1, ordering: .relaxed)
-                        if count >= expectedWrites { break }
-                    }
-                    connection.close()
-                    tally.merge(local)
-                }
-            }
-            group.addTask {
-                while tally.ready.load(ordering: .relaxed) < listeners { try? await Task.sleep(for: .milliseconds(50)) }
-                print("all \(listeners) listeners ready; writing")
-                let interval = 1e9 / Double(rate)
-                let start = monotonicNanoseconds()
-                for number in 0..<expectedWrites {
-                    let due = start + UInt64(Double(number) * interval)
-                    let now = monotonicNanoseconds()
-                    if due > now { try? await Task.sleep(for: .nanoseconds(Int(due - now))) }
-                    writer.send(
-                        request(
-                            number + 2, .put(path: topic, data: .string("sent:\(monotonicNanoseconds())"), hash: nil)))
-                }
-            }
-            let started = monotonicNanoseconds()
-            await group.waitForAll()
-            let elapsed = Double(monotonicNanoseconds() - started) / 1e9
-            let total = tally.count.load(ordering: .relaxed)
-            print(
-                String(
-                    format: "events received: %d (expected %d) in %.2f s = %.0f events/s", total,
-                    expectedWrites * listeners, elapsed, Double(total) / elapsed))
-            print(describe(tally.histogram, "write-to-event latency"))
+        while tally.ready.load(ordering: .relaxed) < listeners { try await Task.sleep(for: .milliseconds(20)) }
+        report("all \(listeners) listeners ready; writing")
+        let started = monotonicNanoseconds()
+        let interval = 1e9 / Double(rate)
+        for number in 0..<expected {
+            let due = started + UInt64(Double(number) * interval)
+            let now = monotonicNanoseconds()
+            if due > now { try await Task.sleep(for: .nanoseconds(Int(due - now))) }
+            writer.send(Requests.put(number + 1, path: topic, json: #""sent:"# + String(monotonicNanoseconds()) + "\""))
         }
+        await tally.waitForSessions(listeners)
+        let elapsed = Double(monotonicNanoseconds() - started) / 1e9
+        let total = tally.count.load(ordering: .relaxed)
+        report(
+            String(
+                format: "events received: %d (expected %d) in %.2f s = %.0f events/s", total, expected * listeners,
+                elapsed, Double(total) / elapsed))
+        report(describe(tally.histogram, "write-to-event latency"))
         writer.close()
-        drain.cancel()
+        for connection in open { connection.close() }
+    }
+}
+
+/// One listener: listens to the topic, then records the latency of every event until `expected`.
+final class ListenerSession: LoadSession {
+    private let topic: String
+    private let expected: Int
+    private let tally: Tally
+    private var histogram = makeHistogram()
+    private var ready = false
+    private var count = 0
+
+    init(topic: String, expected: Int, tally: Tally) {
+        self.topic = topic
+        self.expected = expected
+        self.tally = tally
+    }
+
+    func received(_ message: String, output: inout LoadOutput) {
+        if !ready {
+            if MessageText.isHello(message) {
+                output.send(Requests.listen(1, path: topic))
+            } else if MessageText.responseNumber(message) == 1 {
+                ready = true
+                tally.ready.add(1, ordering: .relaxed)
+            }
+            return
+        }
+        guard count < expected, let sent = MessageText.integer(after: "sent:", in: message) else { return }
+        _ = histogram.record(monotonicNanoseconds() &- sent)
+        count += 1
+        tally.count.add(1, ordering: .relaxed)
+        if count == expected { tally.finish(with: histogram) }
+    }
+}
+
+/// A connection whose incoming messages do not matter (the fan-out writer, idle connections).
+final class IgnoringSession: LoadSession {
+    private let onHello: (@Sendable () -> Void)?
+
+    init(onHello: (@Sendable () -> Void)? = nil) { self.onHello = onHello }
+
+    func received(_ message: String, output: inout LoadOutput) {
+        if let onHello, MessageText.isHello(message) { onHello() }
     }
 }
 
@@ -210,24 +314,20 @@ struct Idle: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let logger = Logger(label: "canopy-load")
+        let tally = Tally()
         // Warm up: one connection so lazily created server state does not count as per-connection cost.
-        let warm = LoadConnection(url: options.url, logger: logger)
-        var warmIncoming = warm.incoming.makeAsyncIterator()
-        _ = await warm.awaitHello(&warmIncoming)
+        let warm = try await options.connect { IgnoringSession(onHello: { tally.finish(with: makeHistogram()) }) }
+        await tally.waitForSessions(1)
         try await Task.sleep(for: .seconds(1))
         let before = try rss()
-        var open: [LoadConnection] = []
-        for _ in 0..<connections {
-            let connection = LoadConnection(url: options.url, logger: logger)
-            var incoming = connection.incoming.makeAsyncIterator()
-            guard await connection.awaitHello(&incoming) else { throw ValidationError("connection failed") }
-            open.append(connection)
+        let open = try await connectAll(connections, options: options) { _ in
+            IgnoringSession(onHello: { tally.finish(with: makeHistogram()) })
         }
+        await tally.waitForSessions(connections)
         try await Task.sleep(for: .seconds(2))
         let after = try rss()
         let perConnection = Double(after - before) / Double(connections)
-        print(
+        report(
             String(
                 format: "idle connections: %d, server RSS %.1f MB → %.1f MB: %.1f KB per connection",
                 connections, Double(before) / 1e6, Double(after) / 1e6, perConnection / 1024))

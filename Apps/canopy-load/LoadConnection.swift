@@ -1,73 +1,164 @@
 import Foundation
-import HummingbirdWSClient
-import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
 import NIOWebSocket
 import Transport
 
-/// One realtime-protocol connection driven by the load generator: raw message texts in and out,
-/// without decoding on the hot path.
+/// What one load connection does with the messages it receives. It runs on the connection's event
+/// loop, so a session keeps plain mutable state and answers without any task switch: the load
+/// generator must cost far less per message than the server it measures.
+protocol LoadSession: AnyObject {
+    /// One complete realtime message (the hello included). Writes go out at the end of the read.
+    func received(_ message: String, output: inout LoadOutput)
+}
+
+/// Messages a session queues during one read; they are written with one flush.
+struct LoadOutput {
+    fileprivate(set) var messages: [String] = []
+    fileprivate(set) var close = false
+
+    mutating func send(_ text: String) { messages.append(text) }
+    mutating func closeConnection() { close = true }
+}
+
+/// One realtime-protocol WebSocket connection of the load generator, on raw SwiftNIO.
 final class LoadConnection: Sendable {
-    let incoming: AsyncStream<String>
-    private let incomingContinuation: AsyncStream<String>.Continuation
-    private let outgoing: AsyncStream<String>
-    private let outgoingContinuation: AsyncStream<String>.Continuation
-    private let task: Task<Void, Never>
+    let channel: any Channel
 
-    init(url: String, logger: Logger) {
-        let (incoming, incomingContinuation) = AsyncStream<String>.makeStream(bufferingPolicy: .unbounded)
-        let (outgoing, outgoingContinuation) = AsyncStream<String>.makeStream(bufferingPolicy: .unbounded)
-        self.incoming = incoming
-        self.incomingContinuation = incomingContinuation
-        self.outgoing = outgoing
-        self.outgoingContinuation = outgoingContinuation
-        var configuration = WebSocketClientConfiguration()
-        configuration.maxFrameSize = 1 << 20
-        configuration.autoPing = .disabled
-        task = Task {
-            _ = try? await WebSocketClient.connect(url: url, configuration: configuration, logger: logger) {
-                inbound, outbound, _ in
-                let writer = Task {
-                    for await text in outgoing {
-                        for frame in FrameAssembler.frames(for: text) { try await outbound.write(.text(frame)) }
-                    }
-                    try await outbound.close(.normalClosure, reason: nil)
+    private init(channel: any Channel) { self.channel = channel }
+
+    /// Connects to `ws://host:port/uri` and hands every message to the session made by `makeSession`.
+    static func connect(
+        host: String, port: Int, uri: String, group: any EventLoopGroup,
+        makeSession: @escaping @Sendable () -> any LoadSession
+    ) async throws -> LoadConnection {
+        let upgraded = try await ClientBootstrap(group: group)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .connect(host: host, port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let upgrader = NIOTypedWebSocketClientUpgrader<Bool>(
+                        maxFrameSize: 1 << 24,
+                        upgradePipelineHandler: { channel, _ in
+                            channel.eventLoop.makeCompletedFuture {
+                                try channel.pipeline.syncOperations.addHandler(
+                                    NIOWebSocketFrameAggregator(
+                                        minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1 << 16,
+                                        maxAccumulatedFrameSize: 1 << 24))
+                                try channel.pipeline.syncOperations.addHandler(LoadHandler(session: makeSession()))
+                                return true
+                            }
+                        })
+                    var headers = HTTPHeaders()
+                    headers.add(name: "Host", value: "\(host):\(port)")
+                    headers.add(name: "Content-Length", value: "0")
+                    let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: uri, headers: headers)
+                    let configuration = NIOTypedHTTPClientUpgradeConfiguration<Bool>(
+                        upgradeRequestHead: head, upgraders: [upgrader],
+                        notUpgradingCompletionHandler: { channel in channel.eventLoop.makeSucceededFuture(false) })
+                    var pipeline = NIOUpgradableHTTPClientPipelineConfiguration(upgradeConfiguration: configuration)
+                    // The server's hello can arrive in the same read as its 101 response: keep those bytes.
+                    pipeline.leftOverBytesStrategy = .forwardBytes
+                    let result = try channel.pipeline.syncOperations.configureUpgradableHTTPClientPipeline(
+                        configuration: pipeline)
+                    return result.map { ($0, channel) }
                 }
-                var assembler = FrameAssembler()
-                for try await message in inbound.messages(maxSize: 1 << 24) {
-                    guard case .text(let frame) = message, case .message(let text)? = try assembler.append(frame) else {
-                        continue
-                    }
-                    incomingContinuation.yield(text)
-                }
-                writer.cancel()
             }
-            incomingContinuation.finish()
+        let (didUpgrade, channel) = try await upgraded.get()
+        guard didUpgrade else {
+            try? await channel.close()
+            throw LoadError.notUpgraded("ws://\(host):\(port)\(uri)")
+        }
+        return LoadConnection(channel: channel)
+    }
+
+    /// Sends one message from outside the event loop.
+    func send(_ text: String) {
+        channel.writeAndFlush(LoadHandler.frame(text), promise: nil)
+    }
+
+    func close() { channel.close(promise: nil) }
+}
+
+enum LoadError: Error, CustomStringConvertible {
+    case notUpgraded(String)
+
+    var description: String {
+        switch self {
+        case .notUpgraded(let url): "\(url) did not accept the WebSocket upgrade"
+        }
+    }
+}
+
+/// Joins frames into messages for the session, answers pings, writes what the session queued.
+private final class LoadHandler: ChannelInboundHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    private let session: any LoadSession
+    private var assembler = FrameAssembler()
+    private var output = LoadOutput()
+    private var writeScheduled = false
+
+    init(session: any LoadSession) { self.session = session }
+
+    static func frame(_ text: String) -> WebSocketFrame {
+        WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: ByteBuffer(string: text))
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .text:
+            guard case .message(let text)? = try? assembler.append(String(buffer: frame.unmaskedData)) else { return }
+            session.received(text, output: &output)
+            // Written at the end of this read, or by a task of this loop tick if no read-complete follows
+            // (the first messages can arrive together with the upgrade response).
+            if !writeScheduled, !output.messages.isEmpty || output.close {
+                writeScheduled = true
+                let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+                context.eventLoop.execute { bound.value.handler.writeOutput(context: bound.value.context) }
+            }
+        case .ping:
+            let pong = WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.unmaskedData)
+            context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
+        case .connectionClose:
+            context.close(promise: nil)
+        default:
+            break
         }
     }
 
-    func send(_ text: String) { outgoingContinuation.yield(text) }
-
-    func close() { outgoingContinuation.finish() }
-
-    /// Waits for the hello; returns false if the connection ended first.
-    func awaitHello(_ iterator: inout AsyncStream<String>.Iterator) async -> Bool {
-        while let text = await iterator.next() {
-            if text.contains("\"t\":\"h\"") { return true }
-        }
-        return false
+    func channelReadComplete(context: ChannelHandlerContext) {
+        writeOutput(context: context)
+        context.fireChannelReadComplete()
     }
 
-    /// The request number of a response text (`{"t":"d","d":{"b":...,"r":N}}`), found without parsing.
+    private func writeOutput(context: ChannelHandlerContext) {
+        writeScheduled = false
+        guard !output.messages.isEmpty || output.close else { return }
+        for text in output.messages {
+            for piece in FrameAssembler.frames(for: text) {
+                context.write(wrapOutboundOut(Self.frame(piece)), promise: nil)
+            }
+        }
+        context.flush()
+        output.messages.removeAll(keepingCapacity: true)
+        if output.close { context.close(promise: nil) }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+}
+
+/// Helpers to read fields out of message texts without parsing them.
+enum MessageText {
+    static func isHello(_ text: String) -> Bool { text.contains("\"t\":\"h\"") }
+
+    /// The request number of a response text (`{"t":"d","d":{"b":...,"r":N}}`).
     static func responseNumber(_ text: String) -> Int? {
-        guard let range = text.range(of: "\"r\":") else { return nil }
-        var number = 0
-        var sawDigit = false
-        for character in text[range.upperBound...].utf8 {
-            guard character >= 48, character <= 57 else { break }
-            number = number * 10 + Int(character - 48)
-            sawDigit = true
-        }
-        return sawDigit ? number : nil
+        integer(after: "\"r\":", in: text).map { Int($0) }
     }
 
     /// The integer after `marker` in `text` (used to carry send times inside pushed values).
