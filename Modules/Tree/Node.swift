@@ -117,12 +117,19 @@ public struct Node: Sendable {
     public func updatingChild(_ key: ChildKey, to node: Node) -> Node {
         if key.isPriorityKey { return withPriority(node.leafValue.flatMap(Priority.init(leaf:))) }
         switch storage {
+        case .empty, .max, .leaf: return replacingChild(key, old: nil, with: node)
+        case .children(let storage): return replacingChild(key, old: storage.children[key], with: node)
+        }
+    }
+
+    /// `updatingChild` for a data key whose current child `old` the caller already looked up.
+    private func replacingChild(_ key: ChildKey, old: Node?, with node: Node) -> Node {
+        switch storage {
         case .empty, .max, .leaf:
             if node.isEmpty { return self }
             let map = ChildMap(order: KeyOrder()).inserting(key, node)
             return Node(storage: .children(ChildrenStorage(children: map, priority: priority)))
         case .children(let storage):
-            let old = storage.children[key]
             let map: ChildMap
             if node.isEmpty {
                 guard old != nil else { return self }
@@ -140,7 +147,11 @@ public struct Node: Sendable {
         guard let front = path.front else { return node }
         if front.isPriorityKey { return updatingChild(front, to: node) }
         let rest = path.popFront()
-        return updatingChild(front, to: child(front).updating(at: rest, to: node))
+        guard case .children(let storage) = storage else {
+            return replacingChild(front, old: nil, with: Node.empty.updating(at: rest, to: node))
+        }
+        let old = storage.children[front]
+        return replacingChild(front, old: old, with: (old ?? .empty).updating(at: rest, to: node))
     }
 
     /// This node with `priority` (the empty node cannot hold one and stays empty).
