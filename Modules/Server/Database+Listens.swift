@@ -65,20 +65,33 @@ extension Database {
     /// The pushes a write at `path` (from `old` to `new`) causes, per subscriber, in order.
     func fanOut(at path: Path, old: Node, new: Node, merge: [Path: Node]?) -> [(any Subscriber, Push)] {
         var deliveries: [(any Subscriber, Push)] = []
-        let written = new.child(at: path)
+        // Computed on first use: most writes have no listener at or above their location.
+        var writtenNode: Node?
+        func written() -> Node {
+            if let writtenNode { return writtenNode }
+            let node = new.child(at: path)
+            writtenNode = node
+            return node
+        }
         var shared: Push?
-        let operation: Operation
-        if let merge {
-            var tree = ImmutableTree<Node>()
-            for (relative, node) in merge { tree = tree.setting(node, at: relative) }
-            operation = .merge(source: .server, path: path, children: tree)
-        } else {
-            operation = .overwrite(source: .server, path: path, node: written)
+        var builtOperation: Operation?
+        func operation() -> Operation {
+            if let builtOperation { return builtOperation }
+            let operation: Operation
+            if let merge {
+                var tree = ImmutableTree<Node>()
+                for (relative, node) in merge { tree = tree.setting(node, at: relative) }
+                operation = .merge(source: .server, path: path, children: tree)
+            } else {
+                operation = .overwrite(source: .server, path: path, node: written())
+            }
+            builtOperation = operation
+            return operation
         }
         listeners.forEachAtOrAbove(path) { location, listener in
             if listener.view != nil {
                 let relative = Path.relative(from: location, to: path)
-                if let push = Self.queryPush(&listener, operation: Self.rebase(operation, to: relative)) {
+                if let push = Self.queryPush(&listener, operation: Self.rebase(operation(), to: relative)) {
                     deliveries.append((listener.subscriber, push))
                 }
                 return
@@ -89,7 +102,7 @@ extension Database {
                     for (relative, node) in merge { members[relative.wireString] = node.json(exportFormat: true) }
                     shared = Push(kind: .merge, path: path, data: .object(members), tag: nil)
                 } else {
-                    shared = Push(kind: .overwrite, path: path, data: written.json(exportFormat: true), tag: nil)
+                    shared = Push(kind: .overwrite, path: path, data: written().json(exportFormat: true), tag: nil)
                 }
             }
             if let shared {
