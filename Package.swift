@@ -163,7 +163,12 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["CanopyTesting", "CanopyServer", "Transport", "Tree", "Query"],
+            dependencies: [
+                "CanopyTesting", "CanopyServer", "Transport", "Tree", "Query",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

@@ -7,32 +7,49 @@ import Transport
 import Tree
 
 extension CanopyServer {
-    /// Handles one assembled realtime message of `connection`.
-    func handle(_ text: String, on connection: RealtimeConnection, database: Database) async {
-        let message: ClientMessage
+    /// Handles assembled realtime messages of `connection`, in order.
+    ///
+    /// Consecutive writes (puts and merges) go to the database in one step, so a connection that
+    /// pipelines many writes pays for one hop to the database's executor, not one per write.
+    func handle(_ texts: [String], on connection: RealtimeConnection, database: Database) async {
+        var writes: [DatabaseWrite] = []
+        for text in texts {
+            guard !connection.isRetired, let message = parse(text, on: connection) else { continue }
+            guard case .request(let request) = message else {
+                if case .ping = message { connection.send(.pong) }
+                continue
+            }
+            if let write = Self.write(for: request, on: connection) {
+                writes.append(write)
+                continue
+            }
+            if !writes.isEmpty {
+                await database.perform(writes)
+                writes.removeAll(keepingCapacity: true)
+            }
+            await handle(request, on: connection, database: database)
+        }
+        if !writes.isEmpty { await database.perform(writes) }
+    }
+
+    private func parse(_ text: String, on connection: RealtimeConnection) -> ClientMessage? {
         do {
-            message = try ClientMessage(json: try JSONValue(parsing: text))
+            return try ClientMessage(json: try JSONValue(parsing: text))
         } catch let error as ProtocolError {
             if case .invalidRequest(let number, let reason) = error {
                 connection.send(.response(number: number, status: "invalid_request", data: .string(reason)))
             } else {
                 connection.send(.error("\(error)"))
             }
-            return
         } catch {
             connection.send(.error("malformed message: \(error)"))
-            return
         }
-        switch message {
-        case .ping: connection.send(.pong)
-        case .pong, .control: break
-        case .request(let request): await handle(request, on: connection, database: database)
-        }
+        return nil
     }
 
-    private func handle(_ request: ClientRequest, on connection: RealtimeConnection, database: Database) async {
-        let number = request.number
-        let answer: @Sendable (WriteOutcome) -> Void = { outcome in
+    /// The answer to request `number` once its write is durable or refused.
+    private static func answer(_ number: Int, on connection: RealtimeConnection) -> @Sendable (WriteOutcome) -> Void {
+        { outcome in
             switch outcome {
             case .ok: connection.send(.ok(number))
             case .datastale:
@@ -41,6 +58,35 @@ extension CanopyServer {
                 connection.send(.response(number: number, status: error.status, data: .string(error.message)))
             }
         }
+    }
+
+    /// A put or merge as a step for ``Database/perform(_:)``; `nil` for other requests. A put or
+    /// merge at an invalid path is answered here and becomes a step that does nothing.
+    private static func write(for request: ClientRequest, on connection: RealtimeConnection) -> DatabaseWrite? {
+        let answer = answer(request.number, on: connection)
+        let path: (String) -> Path? = { text in
+            do throws(TreeError) {
+                return try Path(validating: text)
+            } catch {
+                answer(.rejected(.invalidPath(error)))
+                return nil
+            }
+        }
+        switch request.action {
+        case .put(let text, let data, let hash):
+            guard let path = path(text) else { return { _ in } }
+            return { database in database.set(path, json: data, expectedHash: hash, reply: answer) }
+        case .merge(let text, let data):
+            guard let path = path(text) else { return { _ in } }
+            return { database in database.update(path, json: data, reply: answer) }
+        default:
+            return nil
+        }
+    }
+
+    private func handle(_ request: ClientRequest, on connection: RealtimeConnection, database: Database) async {
+        let number = request.number
+        let answer = Self.answer(number, on: connection)
         func fail(_ error: WriteError) { answer(.rejected(error)) }
         func path(_ text: String) -> Path? {
             do {
@@ -70,12 +116,9 @@ extension CanopyServer {
             let queryID = (try? QueryParams(wireObject: query))?.queryIdentifier ?? "default"
             await database.unlisten(subscriberID: connection.subscriberID, path: path, queryID: queryID)
             connection.send(.ok(number))
-        case .put(let text, let data, let hash):
-            guard let path = path(text) else { return }
-            await database.set(path, json: data, expectedHash: hash, reply: answer)
-        case .merge(let text, let data):
-            guard let path = path(text) else { return }
-            await database.update(path, json: data, reply: answer)
+        case .put, .merge:
+            // Batched by `handle(_:on:database:)` through `write(for:on:)`.
+            if let write = Self.write(for: request, on: connection) { await database.perform([write]) }
         case .onDisconnectPut(let text, let data):
             guard let path = path(text) else { return }
             if let problem = Self.validateDisconnectValue(data, at: path) { return fail(problem) }

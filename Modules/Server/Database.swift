@@ -5,6 +5,9 @@ import Prometheus
 import Query
 import Tree
 
+/// One step of ``Database/perform(_:)``: a write with its reply, run on the database.
+typealias DatabaseWrite = @Sendable (isolated Database) -> Void
+
 /// One database (namespace): the tree in memory, its durable store, and its listeners.
 ///
 /// Every write is validated, applied to the in-memory tree at once (so later reads and
@@ -43,6 +46,11 @@ actor Database {
     var listenerCount: Int { listeners.count }
 
     // MARK: Writes
+
+    /// Runs `writes` in order, in one turn of the database.
+    func perform(_ writes: [DatabaseWrite]) {
+        for write in writes { write(self) }
+    }
 
     /// `set(path, json)`; with `expectedHash`, a compare-and-set against the current hash
     /// (`""` for absent data). `reply` runs once the write is durable and its updates were pushed.

@@ -28,7 +28,12 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        let connection = RealtimeConnection(channel: context.channel, server: server)
+        guard let encoder = try? context.pipeline.syncOperations.context(handlerType: WebSocketFrameEncoder.self) else {
+            context.close(promise: nil)
+            return
+        }
+        let connection = RealtimeConnection(
+            channel: context.channel, framedOutput: NIOLoopBound(encoder, eventLoop: context.eventLoop), server: server)
         self.connection = connection
         connection.open(parameters: parameters)
         let interval = TimeAmount(server.configuration.heartbeatInterval)

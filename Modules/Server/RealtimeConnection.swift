@@ -14,20 +14,24 @@ import Tree
 ///
 /// Requests are handled one after another by a task that exists only while some are waiting, so
 /// an idle connection costs no task. Outbound messages may be queued from any thread; they are
-/// written on the channel's event loop in batches, with one flush per batch.
+/// encoded as WebSocket frames into one buffer per batch (``OutboundFrames``) and written on the
+/// channel's event loop with one flush.
 final class RealtimeConnection: Subscriber {
     let subscriberID = SubscriberIDs.make()
     let sessionID: String
     private let channel: any Channel
+    /// The context of the pipeline's `WebSocketFrameEncoder`: writes made on it skip the encoder,
+    /// so already framed bytes go straight to the socket.
+    private let framedOutput: NIOLoopBound<ChannelHandlerContext>
     private let server: CanopyServer
     private let outbox = Mutex(Outbox())
     private let inbox = Mutex(Inbox())
     private let state = Mutex(State())
 
     private struct Outbox {
-        var pending: [ByteBuffer] = []
+        var pending: [OutboundMessage] = []
         /// The storage of the last written batch, reused for the next one.
-        var spare: [ByteBuffer] = []
+        var spare: [OutboundMessage] = []
         var flushScheduled = false
         /// Set once the connection should close after what is pending was written.
         var closeCode: WebSocketErrorCode?
@@ -51,8 +55,9 @@ final class RealtimeConnection: Subscriber {
         var retired = false
     }
 
-    init(channel: any Channel, server: CanopyServer) {
+    init(channel: any Channel, framedOutput: NIOLoopBound<ChannelHandlerContext>, server: CanopyServer) {
         self.channel = channel
+        self.framedOutput = framedOutput
         self.server = server
         sessionID = Self.makeSessionID()
     }
@@ -115,12 +120,13 @@ final class RealtimeConnection: Subscriber {
                 if batch.isEmpty { inbox.draining = false }
             }
             if batch.isEmpty { return }
+            var texts: [String] = []
             for item in batch {
                 switch item {
                 case .message(let text):
-                    guard let database, !isRetired else { continue }
-                    await server.handle(text, on: self, database: database)
+                    texts.append(text)
                 case .closed:
+                    if let database, !texts.isEmpty { await server.handle(texts, on: self, database: database) }
                     server.metrics.connections.decrement()
                     server.sessions.remove(self)
                     if let database { await CanopyServer.disconnect(self, from: database) }
@@ -128,15 +134,22 @@ final class RealtimeConnection: Subscriber {
                     return
                 }
             }
+            if let database, !isRetired { await server.handle(texts, on: self, database: database) }
             batch.removeAll(keepingCapacity: true)
         }
     }
 
     // MARK: Outbound
 
-    func deliver(_ push: Push) { enqueue(push.wireBuffer) }
+    func deliver(_ push: Push) { enqueue(.text(push.wireBuffer)) }
 
-    func send(_ message: ServerMessage) { enqueue(ByteBuffer(string: message.text)) }
+    func send(_ message: ServerMessage) {
+        if case .response(let number, "ok", .string("")) = message {
+            enqueue(.ok(number))
+        } else {
+            enqueue(.text(ByteBuffer(string: message.text)))
+        }
+    }
 
     /// Closes the WebSocket (with `code`) once everything queued so far was written.
     func closeAfterPendingMessages(code: WebSocketErrorCode = .normalClosure) {
@@ -147,10 +160,10 @@ final class RealtimeConnection: Subscriber {
         if schedule { channel.eventLoop.execute { self.flush() } }
     }
 
-    private func enqueue(_ buffer: ByteBuffer) {
+    private func enqueue(_ message: OutboundMessage) {
         let schedule = outbox.withLock { outbox -> Bool in
             guard outbox.closeCode == nil else { return false }
-            outbox.pending.append(buffer)
+            outbox.pending.append(message)
             return scheduleFlush(&outbox)
         }
         if schedule { channel.eventLoop.execute { self.flush() } }
@@ -164,14 +177,16 @@ final class RealtimeConnection: Subscriber {
 
     /// Writes every queued message and flushes once (on the event loop).
     private func flush() {
-        let (batch, closeCode) = outbox.withLock { outbox -> ([ByteBuffer], WebSocketErrorCode?) in
-            var batch: [ByteBuffer] = []
+        let (batch, closeCode) = outbox.withLock { outbox -> ([OutboundMessage], WebSocketErrorCode?) in
+            var batch: [OutboundMessage] = []
             swap(&batch, &outbox.spare)
             swap(&batch, &outbox.pending)
             outbox.flushScheduled = false
             return (batch, outbox.closeCode)
         }
-        for message in batch { write(message) }
+        if !batch.isEmpty {
+            framedOutput.value.write(NIOAny(OutboundFrames.encode(batch, allocator: channel.allocator)), promise: nil)
+        }
         var spare = batch
         spare.removeAll(keepingCapacity: true)
         outbox.withLock { outbox in
@@ -185,16 +200,6 @@ final class RealtimeConnection: Subscriber {
             channel.close(promise: nil)
         } else {
             channel.flush()
-        }
-    }
-
-    private func write(_ message: ByteBuffer) {
-        guard message.readableBytes > FrameAssembler.maxFrameCharacters else {
-            channel.write(WebSocketFrame(fin: true, opcode: .text, data: message), promise: nil)
-            return
-        }
-        for frame in FrameAssembler.frames(for: String(buffer: message)) {
-            channel.write(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: frame)), promise: nil)
         }
     }
 
