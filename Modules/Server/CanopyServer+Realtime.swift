@@ -162,6 +162,7 @@ extension CanopyServer {
 
     /// Checks an onDisconnect value when it is registered (server values resolve when it runs).
     static func validateDisconnectValue(_ json: JSONValue, at path: Path) -> WriteError? {
+        if let refusal = Database.refuseInfoWrite(path) { return refusal }
         do {
             _ = try Node(json: json, at: path, serverValues: ServerValueContext(now: 0))
             return nil

@@ -150,7 +150,7 @@ actor Database {
     }
 
     /// `.info` holds what a client knows about its connection; it is never stored data.
-    private static func refuseInfoWrite(_ path: Path) -> WriteError? {
+    static func refuseInfoWrite(_ path: Path) -> WriteError? {
         guard path.front == .info else { return nil }
         return WriteError(status: "invalid_path", message: "\(path) is read-only (.info is not stored data)")
     }

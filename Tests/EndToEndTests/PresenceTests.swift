@@ -128,4 +128,15 @@ struct PresenceTests {
             #expect(try await observer.nextPush() == .overwrite(path: "counter", data: 110, tag: nil))
         }
     }
+
+    @Test func operationsOnInfoAreRefusedWhenRegistered() async throws {
+        try await withClients(1) { _, clients in
+            let client = clients[0]
+            let put = try await client.request(.onDisconnectPut(path: ".info/connected", data: false))
+            #expect(put.status == "invalid_path")
+            let merge = try await client.request(.onDisconnectMerge(path: "", data: [".info/x": 1, "ok": 1]))
+            #expect(merge.status == "invalid_path")
+            try await client.requestOK(.onDisconnectPut(path: "status", data: "offline"))
+        }
+    }
 }
