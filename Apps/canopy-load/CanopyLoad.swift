@@ -1,6 +1,8 @@
 import ArgumentParser
+import AsyncHTTPClient
 import Foundation
 import Histogram
+import NIOCore
 import NIOPosix
 import Synchronization
 import Transport
@@ -118,26 +120,21 @@ struct Writes: AsyncParsableCommand {
         abstract: "Acknowledged writes/s from concurrent WebSocket writers.",
         discussion: """
             Each connection keeps `--pipeline` puts in flight to `load/w<connection>/k<0..999>` and sends \
-            the next one when one is acknowledged. With `--baseline <folder>`, the same number of \
-            upserts is first measured straight through GRDB (see `canopy-load baseline`), and the \
-            ratio of the two is printed.
+            the next one when one is acknowledged. With `--baseline <folder>`, raw upserts of the same \
+            keys are then measured straight through GRDB at the same durability (see `canopy-load \
+            baseline`): once with the server's own average transaction size during the run (read from \
+            its /metrics), once with connections × pipeline rows per transaction; the ratios are printed.
             """)
 
     @OptionGroup var options: ServerOptions
     @Option(help: "Concurrent writer connections.") var connections = 100
     @Option(help: "Writes each connection keeps in flight.") var pipeline = 32
     @Option(help: "Seconds to run.") var duration: Double = 10
-    @Option(help: "Folder for a raw GRDB baseline run before the server run (same durability).")
+    @Option(help: "Folder for raw GRDB baseline runs after the server run (same durability).")
     var baseline: String?
 
     func run() async throws {
-        var baselineRate: Double?
-        if let baseline {
-            let run = BaselineRun(
-                folder: baseline, writers: connections, keysPerWriter: 1000, batch: connections * pipeline,
-                duration: duration, fsync: true)
-            baselineRate = try run.measure()
-        }
+        let batchesBefore = baseline == nil ? nil : try await CommitBatches.read(from: options.server)
         let tally = Tally()
         let deadline = monotonicNanoseconds() + UInt64(duration * 1e9)
         report("writes: \(connections) connections × \(pipeline) in flight for \(duration) s against \(options.server)")
@@ -152,10 +149,46 @@ struct Writes: AsyncParsableCommand {
         let rate = Double(total) / elapsed
         report(String(format: "acked writes: %d in %.2f s = %.0f writes/s", total, elapsed, rate))
         report(describe(tally.histogram, "ack latency"))
-        if let baselineRate {
-            report(String(format: "server / raw GRDB baseline: %.2f×", rate / baselineRate))
-        }
         for connection in open { connection.close() }
+        guard let baseline, let batchesBefore else { return }
+        let batches = try await CommitBatches.read(from: options.server).since(batchesBefore)
+        report(
+            String(
+                format: "server group commit: %d transactions, %.0f writes per transaction on average",
+                batches.transactions, batches.averageWrites))
+        for batch in Set([max(1, Int(batches.averageWrites.rounded())), connections * pipeline]).sorted() {
+            let run = BaselineRun(
+                folder: baseline, writers: connections, keysPerWriter: 1000, batch: batch, duration: duration,
+                fsync: true)
+            let baselineRate = try run.measure()
+            report(
+                String(format: "server / raw GRDB baseline at %d per transaction: %.2f×", batch, rate / baselineRate))
+        }
+    }
+}
+
+/// The server's group-commit figures, read from its `/metrics`.
+struct CommitBatches {
+    var transactions: Int
+    var writes: Double
+
+    var averageWrites: Double { transactions == 0 ? 0 : writes / Double(transactions) }
+
+    func since(_ earlier: CommitBatches) -> CommitBatches {
+        CommitBatches(transactions: transactions - earlier.transactions, writes: writes - earlier.writes)
+    }
+
+    static func read(from server: String) async throws -> CommitBatches {
+        let response = try await HTTPClient.shared.execute(
+            HTTPClientRequest(url: "http://\(server)/metrics"), timeout: .seconds(10))
+        let text = String(buffer: try await response.body.collect(upTo: 1 << 24))
+        func value(_ name: String) -> Double? {
+            text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+                .flatMap { Double($0.split(separator: " ").last ?? "") }
+        }
+        guard let count = value("canopy_commit_batch_writes_count"), let sum = value("canopy_commit_batch_writes_sum")
+        else { throw ValidationError("\(server)/metrics has no canopy_commit_batch_writes histogram") }
+        return CommitBatches(transactions: Int(count), writes: sum)
     }
 }
 

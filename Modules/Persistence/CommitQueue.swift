@@ -53,15 +53,21 @@ public final class CommitQueue: Sendable {
     private let store: any ServerStore
     private let maxBatch: Int
     private let logger: Logger
+    private let onCommit: (@Sendable (_ writes: Int) -> Void)?
     private let state = Mutex(State())
     private let committer = DispatchQueue(label: "canopy.commit-queue", qos: .userInitiated)
 
     /// A queue committing into `store` at most `maxBatch` writes per transaction (a single larger
-    /// submission still commits whole).
-    public init(store: any ServerStore, maxBatch: Int = 8192, logger: Logger) {
+    /// submission still commits whole). `onCommit`, if given, learns the size of every batch that
+    /// committed (on the committer's thread), for metrics.
+    public init(
+        store: any ServerStore, maxBatch: Int = 8192, logger: Logger,
+        onCommit: (@Sendable (_ writes: Int) -> Void)? = nil
+    ) {
         self.store = store
         self.maxBatch = max(1, maxBatch)
         self.logger = logger
+        self.onCommit = onCommit
     }
 
     /// Appends `writes` (committed together, all or none) to the next batch and returns at once.
@@ -171,6 +177,7 @@ public final class CommitQueue: Sendable {
             }
             return
         }
+        onCommit?(writes.count)
         for submission in batch { submission.onDurable(.success(())) }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Persistence
+import Prometheus
 import ServiceLifecycle
 
 /// The server's databases by namespace, opened (or created) on first use.
@@ -50,7 +51,10 @@ actor DatabaseRegistry {
         } catch {
             throw .storage("\(error)")
         }
-        let queue = CommitQueue(store: store, logger: logger)
+        let metrics = metrics
+        let queue = CommitQueue(store: store, logger: logger) { writes in
+            metrics.commitBatchWrites.record(Double(writes))
+        }
         let database: Database
         do {
             database = try Database(name: name, store: store, commits: queue, metrics: metrics, logger: logger)

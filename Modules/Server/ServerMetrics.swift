@@ -8,6 +8,7 @@ public final class ServerMetrics: Sendable {
     let writes: Counter
     let eventsFannedOut: Counter
     let commitLatency: DurationHistogram
+    let commitBatchWrites: ValueHistogram
     let restRequests: Counter
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
@@ -29,6 +30,9 @@ public final class ServerMetrics: Sendable {
                 .microseconds(100), .microseconds(500), .milliseconds(1), .milliseconds(5), .milliseconds(10),
                 .milliseconds(50), .milliseconds(100), .milliseconds(500), .seconds(1),
             ])
+        commitBatchWrites = registry.makeValueHistogram(
+            descriptor: name("commit_batch", "writes", "Writes per committed transaction (group commit)"),
+            buckets: [1, 4, 16, 64, 256, 1024, 4096, 16384])
     }
 
     /// The metrics in the Prometheus text format.
