@@ -165,7 +165,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "CanopyTesting", "CanopyServer", "Transport", "Tree", "Query",
+                "CanopyTesting", "CanopyServer", "Persistence", "Transport", "Tree", "Query",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),

@@ -14,6 +14,11 @@ typealias DatabaseWrite = @Sendable (isolated Database) -> Void
 /// compare-and-sets see it), handed to the ``CommitQueue`` and acknowledged — together with the
 /// updates it causes for listeners, which go out first — once its batch is durable. Reads and
 /// fan-out never touch the disk.
+///
+/// If the store fails to commit a write, that write is answered with `storage_error`, and the
+/// tree in memory, which already holds it, is brought back to what is durable: further writes are
+/// refused until everything queued before the failure has been committed (or failed), then the
+/// tree is reloaded from the store and listeners get the data that changed back.
 actor Database {
     let name: String
     private(set) var root: Node
@@ -24,6 +29,9 @@ actor Database {
     private let logger: Logger
     let pushIDs = PushIDGenerator()
     private(set) var rules: JSONValue
+    /// Set from a storage failure until the tree in memory was reloaded from the store; writes are
+    /// refused meanwhile.
+    private var recovering = false
 
     /// The default rules document: everything readable and writable (rules are not enforced yet).
     static let openRules: JSONValue = ["rules": [".read": true, ".write": true]]
@@ -58,7 +66,7 @@ actor Database {
         _ path: Path, json: JSONValue, expectedHash: String? = nil,
         reply: @escaping @Sendable (WriteOutcome) -> Void
     ) {
-        if let refusal = Self.refuseInfoWrite(path) {
+        if let refusal = Self.refuseInfoWrite(path) ?? refuseWhileRecovering() {
             reply(.rejected(refusal))
             return
         }
@@ -84,6 +92,10 @@ actor Database {
     func update(_ path: Path, json: JSONValue, reply: @escaping @Sendable (WriteOutcome) -> Void) {
         guard case .object(let members) = json else {
             reply(.rejected(.invalidData("an update must be an object of paths and values")))
+            return
+        }
+        if let refusal = refuseWhileRecovering() {
+            reply(.rejected(refusal))
             return
         }
         let context = ServerValueContext(now: Self.now())
@@ -145,6 +157,39 @@ actor Database {
             case .failure(let error):
                 logger.error("commit failed", metadata: ["error": "\(error)"])
                 done(WriteError(status: "storage_error", message: "the write could not be stored: \(error)"))
+                Task { await self.storageFailed() }
+            }
+        }
+    }
+
+    private func refuseWhileRecovering() -> WriteError? {
+        guard recovering else { return nil }
+        return WriteError(
+            status: "storage_error", message: "the database is recovering from a storage failure; retry shortly")
+    }
+
+    /// Starts bringing memory back to what is durable, once what was queued before has committed.
+    private func storageFailed() {
+        guard !recovering else { return }
+        recovering = true
+        commits.submit([]) { _ in Task { await self.reloadFromStore() } }
+    }
+
+    /// Replaces the tree with the stored one and pushes what changed back to listeners.
+    private func reloadFromStore() {
+        do {
+            let stored = try store.loadTree()
+            let old = root
+            root = stored
+            for (subscriber, push) in fanOut(at: .root, old: old, new: stored, merge: nil) { subscriber.deliver(push) }
+            logger.warning("reloaded the tree from the store after a storage failure")
+            recovering = false
+        } catch {
+            // Still failing: stay read-only and try again shortly.
+            logger.error("reloading after a storage failure failed", metadata: ["error": "\(error)"])
+            Task {
+                try? await Task.sleep(for: .seconds(1))
+                self.reloadFromStore()
             }
         }
     }

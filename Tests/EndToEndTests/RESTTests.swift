@@ -243,6 +243,9 @@ struct RESTTests {
             for name in ["canopy_writes_total", "canopy_rest_requests_total", "canopy_connections_open"] {
                 #expect(metrics.body.contains(name), "missing \(name)")
             }
+            // The one write above was committed in a transaction of its own.
+            #expect(metrics.body.contains("canopy_commit_batch_writes_count 1"))
+            #expect(metrics.body.contains("canopy_commit_batch_writes_sum 1"))
         }
     }
 }
