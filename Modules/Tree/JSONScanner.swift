@@ -10,6 +10,9 @@ struct JSONScanner {
     private let bytes: UnsafeBufferPointer<UInt8>
     private var position = 0
     private var depth = 0
+    /// Members of the objects being read, innermost last: each object's dictionary is then made
+    /// once at its final size instead of growing (and rehashing) member by member.
+    private var pendingMembers: [(key: String, value: JSONValue)] = []
 
     init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
@@ -70,12 +73,12 @@ struct JSONScanner {
         try enter()
         defer { depth -= 1 }
         position += 1
-        var members: [String: JSONValue] = [:]
         skipWhitespace()
         if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
             position += 1
-            return .object(members)
+            return .object([:])
         }
+        let first = pendingMembers.count
         while true {
             skipWhitespace()
             guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else {
@@ -86,7 +89,8 @@ struct JSONScanner {
             guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { throw error("expected ':'") }
             position += 1
             skipWhitespace()
-            members[key] = try value()
+            let member = try value()
+            pendingMembers.append((key, member))
             skipWhitespace()
             guard position < bytes.count else { throw error("unexpected end of input") }
             if bytes[position] == UInt8(ascii: ",") {
@@ -95,6 +99,12 @@ struct JSONScanner {
             }
             guard bytes[position] == UInt8(ascii: "}") else { throw error("expected ',' or '}'") }
             position += 1
+            var members = [String: JSONValue](minimumCapacity: pendingMembers.count - first)
+            // A repeated name keeps its last value.
+            for index in first..<pendingMembers.count {
+                members[pendingMembers[index].key] = pendingMembers[index].value
+            }
+            pendingMembers.removeSubrange(first...)
             return .object(members)
         }
     }

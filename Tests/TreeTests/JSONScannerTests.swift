@@ -10,6 +10,11 @@ struct JSONScannerTests {
             value == ["a": [1, -2500, 0, 0, true, false, nil, "x"], "b": .object([:]), "c": .array([])])
     }
 
+    @Test func keepsNestedObjectsApartAndTheLastOfARepeatedName() throws {
+        let value = try JSONValue(parsing: #"{"a":{"b":{"c":1},"d":[{"e":2},{}]},"x":1,"f":{"g":null},"x":2}"#)
+        #expect(value == ["a": ["b": ["c": 1], "d": [["e": 2], .object([:])]], "f": ["g": nil], "x": 2])
+    }
+
     @Test func decodesStringEscapesAndSurrogatePairs() throws {
         let value = try JSONValue(parsing: #"["\"\\\/\b\f\n\r\t", "\u00e9\u4e2d", "\ud83d\ude00", "é中😀"]"#)
         #expect(value == ["\"\\/\u{08}\u{0C}\n\r\t", "é中", "😀", "é中😀"])
