@@ -57,6 +57,8 @@ func makeHistogram() -> Histogram<UInt64> {
 final class Tally: Sendable {
     let count = Atomic<Int>(0)
     let ready = Atomic<Int>(0)
+    /// Sessions whose connection closed before they were done.
+    let closedEarly = Atomic<Int>(0)
     private let latencies = Mutex(makeHistogram())
     let finished: AsyncStream<Void>
     private let finish: AsyncStream<Void>.Continuation
@@ -71,13 +73,21 @@ final class Tally: Sendable {
 
     var histogram: Histogram<UInt64> { latencies.withLock { $0 } }
 
-    /// Waits until `sessions` sessions finished.
+    /// Counts a session whose connection closed before it was done as finished.
+    func finishClosedEarly(with histogram: Histogram<UInt64>) {
+        closedEarly.add(1, ordering: .relaxed)
+        finish(with: histogram)
+    }
+
+    /// Waits until `sessions` sessions finished; reports sessions cut short by a closed connection.
     func waitForSessions(_ sessions: Int) async {
         var remaining = sessions
         for await _ in finished {
             remaining -= 1
-            if remaining == 0 { return }
+            if remaining == 0 { break }
         }
+        let early = closedEarly.load(ordering: .relaxed)
+        if early > 0 { report("warning: \(early) connection(s) closed before their session was done") }
     }
 }
 
@@ -235,6 +245,12 @@ final class WriterSession: LoadSession {
             tally.finish(with: histogram)
         }
     }
+
+    func closed() {
+        guard !finished else { return }
+        finished = true
+        tally.finishClosedEarly(with: histogram)
+    }
 }
 
 /// Events per second fanned out from writers to many listeners, with write-to-event latency.
@@ -262,7 +278,12 @@ struct Fanout: AsyncParsableCommand {
         let open = try await connectAll(listeners, options: options) { _ in
             ListenerSession(topic: topic, expected: expected, tally: tally)
         }
-        while tally.ready.load(ordering: .relaxed) < listeners { try await Task.sleep(for: .milliseconds(20)) }
+        while tally.ready.load(ordering: .relaxed) < listeners {
+            if tally.closedEarly.load(ordering: .relaxed) > 0 {
+                throw ValidationError("listener connections closed before their listen was answered")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
         report("all \(listeners) listeners ready; writing")
         let started = monotonicNanoseconds()
         let interval = 1e9 / Double(rate)
@@ -316,6 +337,13 @@ final class ListenerSession: LoadSession {
         tally.count.add(1, ordering: .relaxed)
         if count == expected { tally.finish(with: histogram) }
     }
+
+    func closed() {
+        if count < expected {
+            count = expected
+            tally.finishClosedEarly(with: histogram)
+        }
+    }
 }
 
 /// A connection whose incoming messages do not matter (the fan-out writer, idle connections).
@@ -327,6 +355,8 @@ final class IgnoringSession: LoadSession {
     func received(_ message: String, output: inout LoadOutput) {
         if let onHello, MessageText.isHello(message) { onHello() }
     }
+
+    func closed() {}
 }
 
 /// Server memory per idle connection.

@@ -11,6 +11,8 @@ import Transport
 protocol LoadSession: AnyObject {
     /// One complete realtime message (the hello included). Writes go out at the end of the read.
     func received(_ message: String, output: inout LoadOutput)
+    /// The connection closed (by either side).
+    func closed()
 }
 
 /// Messages a session queues during one read; they are written with one flush.
@@ -153,6 +155,11 @@ private final class LoadHandler: ChannelInboundHandler {
         context.flush()
         output.messages.removeAll(keepingCapacity: true)
         if output.close { context.close(promise: nil) }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        session.closed()
+        context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
