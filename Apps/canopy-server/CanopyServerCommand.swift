@@ -40,6 +40,14 @@ struct CanopyServerCommand: AsyncParsableCommand {
     @Option(help: "Largest realtime message or REST body accepted, in bytes. (CANOPY_MAX_MESSAGE_BYTES)")
     var maxMessageBytes: Int = env("CANOPY_MAX_MESSAGE_BYTES").flatMap(Int.init) ?? 16 * 1024 * 1024
 
+    @Option(
+        help: """
+            Most bytes queued for a realtime connection that does not read them; past it the connection \
+            is closed. (CANOPY_MAX_PENDING_OUTBOUND_BYTES)
+            """)
+    var maxPendingOutboundBytes: Int =
+        env("CANOPY_MAX_PENDING_OUTBOUND_BYTES").flatMap(Int.init) ?? 64 * 1024 * 1024
+
     @Flag(
         inversion: .prefixedNo,
         help: "fsync every commit (survives power loss); without, commits survive a process crash only.")
@@ -53,6 +61,9 @@ struct CanopyServerCommand: AsyncParsableCommand {
         guard heartbeatInterval > 0 else { throw ValidationError("--heartbeat-interval must be positive") }
         guard sseKeepaliveInterval > 0 else { throw ValidationError("--sse-keepalive-interval must be positive") }
         guard maxMessageBytes >= 1024 else { throw ValidationError("--max-message-bytes must be at least 1024") }
+        guard maxPendingOutboundBytes >= 65536 else {
+            throw ValidationError("--max-pending-outbound-bytes must be at least 65536")
+        }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
     }
 
@@ -67,6 +78,7 @@ struct CanopyServerCommand: AsyncParsableCommand {
         configuration.heartbeatInterval = .milliseconds(Int(heartbeatInterval * 1000))
         configuration.sseKeepaliveInterval = .milliseconds(Int(sseKeepaliveInterval * 1000))
         configuration.maxMessageBytes = maxMessageBytes
+        configuration.maxPendingOutboundBytes = maxPendingOutboundBytes
         configuration.fsync = fsync
         let server = CanopyServer(configuration: configuration, logger: logger)
         try await server.run(handleSignals: true)

@@ -198,8 +198,18 @@ final class RealtimeConnection: Subscriber {
             channel.write(WebSocketFrame(fin: true, opcode: .connectionClose, data: data), promise: nil)
             channel.flush()
             channel.close(promise: nil)
-        } else {
-            channel.flush()
+            return
+        }
+        channel.flush()
+        // What the socket did not take stays queued; a client that stops reading must not make it grow
+        // without bound.
+        if let queued = try? channel.syncOptions?.getOption(.bufferedWritableBytes),
+            queued > server.configuration.maxPendingOutboundBytes
+        {
+            server.logger.warning(
+                "closing a realtime connection that does not read what it is sent",
+                metadata: ["session": "\(sessionID)", "queued_bytes": "\(queued)"])
+            channel.close(promise: nil)
         }
     }
 

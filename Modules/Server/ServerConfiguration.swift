@@ -16,6 +16,9 @@ public struct ServerConfiguration: Sendable {
     public var sseKeepaliveInterval: Duration = .seconds(30)
     /// Largest realtime message or REST body accepted, in bytes.
     public var maxMessageBytes: Int = 16 * 1024 * 1024
+    /// Most bytes queued for a realtime connection that does not read them (a stalled or too slow
+    /// client); past it the server closes the connection, which runs its onDisconnect writes.
+    public var maxPendingOutboundBytes: Int = 64 * 1024 * 1024
     /// Whether commits are fsynced (survive power loss) or only written (survive a process crash).
     public var fsync: Bool = true
 

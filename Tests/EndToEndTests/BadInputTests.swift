@@ -173,3 +173,35 @@ struct BadInputTests {
         #expect(try await bystander.nextPush() == .overwrite(path: "data/v", data: 2, tag: nil))
     }
 }
+
+struct SlowConsumerTests {
+    @Test func aClientThatStopsReadingIsDisconnectedAndOthersAreUnaffected() async throws {
+        // A long heartbeat, so that only the queue limit can end the stalled connection here.
+        let configure: (inout ServerConfiguration) -> Void = {
+            $0.maxPendingOutboundBytes = 256 * 1024
+            $0.heartbeatInterval = .seconds(120)
+        }
+        try await withClients(1, configure: configure) { server, clients in
+            let writer = clients[0]
+            let stalled = try await RealtimeTestClient.connect(to: server)
+            try await stalled.requestOK(.onDisconnectPut(path: "presence/stalled", data: "gone"))
+            try await stalled.listen("hot")
+            try await stalled.vanish()
+            #expect(await server.waitForOpenConnections(2, timeout: .seconds(5)))
+
+            // 400 updates of 100 KB: far more than the cap and the kernel's socket buffers.
+            let big = JSONValue.string(String(repeating: "x", count: 100_000))
+            for index in 0..<400 {
+                try await writer.put("hot", ["n": .number(Double(index)), "blob": big])
+                if await server.waitForOpenConnections(1, timeout: .zero) { break }
+            }
+            #expect(
+                await server.waitForOpenConnections(1, timeout: .seconds(20)), "the stalled client is still connected")
+            // Its onDisconnect write ran, and the writer carries on.
+            #expect(try await writer.get("presence/stalled") == "gone")
+            try await writer.put("after", 1)
+            #expect(try await writer.get("after") == 1)
+            await stalled.close()
+        }
+    }
+}
