@@ -8,17 +8,23 @@ struct JSONScanner {
     static let maxNesting = 512
 
     private let bytes: UnsafeBufferPointer<UInt8>
+    /// Whether `bytes` are known to be valid UTF-8 (they came from a `String`): a string without
+    /// escapes, which starts and ends at ASCII quotes, then needs no validation of its own.
+    private let isValidUTF8: Bool
     private var position = 0
     private var depth = 0
     /// Members of the objects being read, innermost last: each object's dictionary is then made
     /// once at its final size instead of growing (and rehashing) member by member.
     private var pendingMembers: [(key: String, value: JSONValue)] = []
 
-    init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+    init(_ bytes: UnsafeBufferPointer<UInt8>, isValidUTF8: Bool) {
+        self.bytes = bytes
+        self.isValidUTF8 = isValidUTF8
+    }
 
     /// Parses the whole buffer as one JSON value.
-    static func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws(TreeError) -> JSONValue {
-        var scanner = JSONScanner(bytes)
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>, isValidUTF8: Bool = false) throws(TreeError) -> JSONValue {
+        var scanner = JSONScanner(bytes, isValidUTF8: isValidUTF8)
         scanner.skipWhitespace()
         let value = try scanner.value()
         scanner.skipWhitespace()
@@ -141,7 +147,8 @@ struct JSONScanner {
         while position < bytes.count {
             let byte = bytes[position]
             if byte == UInt8(ascii: "\"") {
-                let text = try validated(UnsafeBufferPointer(rebasing: bytes[start..<position]))
+                let utf8 = UnsafeBufferPointer(rebasing: bytes[start..<position])
+                let text = isValidUTF8 ? String(decoding: utf8, as: UTF8.self) : try validated(utf8)
                 position += 1
                 return text
             }

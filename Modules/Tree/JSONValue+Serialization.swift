@@ -72,7 +72,9 @@ extension JSONValue {
     /// is not JSON.
     public init(parsing text: String) throws(TreeError) {
         var text = text
-        let result = text.withUTF8 { bytes in Result { () throws(TreeError) in try JSONScanner.parse(bytes) } }
+        let result = text.withUTF8 { bytes in
+            Result { () throws(TreeError) in try JSONScanner.parse(bytes, isValidUTF8: true) }
+        }
         self = try result.get()
     }
 

@@ -28,21 +28,25 @@ public struct Path: Sendable, Hashable, Comparable, CustomStringConvertible, Exp
     /// most 32 keys; `.info` may only stand first and `.priority` only last.
     public init(validating string: String) throws(TreeError) {
         var keys: [ChildKey] = []
-        let pieces = string.split(separator: "/", omittingEmptySubsequences: true)
-        for (offset, piece) in pieces.enumerated() {
-            let text = String(piece)
-            if offset == 0, text == ChildKey.info.string {
-                keys.append(.info)
-                continue
+        keys.reserveCapacity(string.utf8.count(where: { $0 == UInt8(ascii: "/") }) + 1)
+        var utf8 = string.utf8[...]
+        while !utf8.isEmpty {
+            let end = utf8.firstIndex(of: UInt8(ascii: "/")) ?? utf8.endIndex
+            if end != utf8.startIndex {
+                let text = String(Substring(utf8[..<end]))
+                let isLast =
+                    end == utf8.endIndex || utf8[utf8.index(after: end)...].allSatisfy { $0 == UInt8(ascii: "/") }
+                if keys.isEmpty, text == ChildKey.info.string {
+                    keys.append(.info)
+                } else if isLast, text == ChildKey.priority.string {
+                    keys.append(.priority)
+                } else if let reason = ChildKey.problem(with: text) {
+                    throw .invalidPath(string, reason: "key \"\(text)\" \(reason)")
+                } else {
+                    keys.append(ChildKey(text))
+                }
             }
-            if offset == pieces.count - 1, text == ChildKey.priority.string {
-                keys.append(.priority)
-                continue
-            }
-            if let reason = ChildKey.problem(with: text) {
-                throw .invalidPath(string, reason: "key \"\(text)\" \(reason)")
-            }
-            keys.append(ChildKey(text))
+            utf8 = end == utf8.endIndex ? utf8[end...] : utf8[utf8.index(after: end)...]
         }
         if keys.count > TreeLimits.maxDepth {
             throw .invalidPath(string, reason: "is \(keys.count) levels deep (at most \(TreeLimits.maxDepth))")
