@@ -73,7 +73,8 @@ actor Database {
         let context = ServerValueContext(now: Self.now())
         let node: Node
         do {
-            node = try Node(json: json, at: path, existing: root.child(at: path), serverValues: context)
+            let existing = json.containsServerValue ? root.child(at: path) : .empty
+            node = try Node(json: json, at: path, existing: existing, serverValues: context)
         } catch {
             reply(.rejected(.invalidData(error.description)))
             return
@@ -112,8 +113,8 @@ actor Database {
                     throw TreeError.invalidPath(
                         absolute.wireString, reason: "is deeper than \(TreeLimits.maxDepth) levels")
                 }
-                children[relative] = try Node(
-                    json: value, at: absolute, existing: root.child(at: absolute), serverValues: context)
+                let existing = value.containsServerValue ? root.child(at: absolute) : .empty
+                children[relative] = try Node(json: value, at: absolute, existing: existing, serverValues: context)
             }
             try UpdateValidation.checkNoOverlap(children.keys)
         } catch let error as TreeError {

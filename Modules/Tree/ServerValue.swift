@@ -41,6 +41,18 @@ public enum ServerValue: Sendable, Hashable {
     public static let key = ".sv"
 }
 
+extension JSONValue {
+    /// Whether a server-value placeholder (an object with a `.sv` member) occurs anywhere in this
+    /// value; only then does building its node need the data it replaces.
+    public var containsServerValue: Bool {
+        switch self {
+        case .null, .bool, .number, .string: false
+        case .array(let elements): elements.contains { $0.containsServerValue }
+        case .object(let members): members[ServerValue.key] != nil || members.values.contains { $0.containsServerValue }
+        }
+    }
+}
+
 /// How to resolve server values while building nodes: the clock reading every `timestamp` in one
 /// write shares.
 public struct ServerValueContext: Sendable {

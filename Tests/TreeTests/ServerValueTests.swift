@@ -101,6 +101,14 @@ struct ServerValueTests {
         #expect(throws: TreeError.self) { try Node(jsonText: #"{"t": {".sv": "timestamp"}}"#) }
     }
 
+    @Test func placeholdersAreFoundAtAnyDepth() {
+        #expect(!JSONValue.number(1).containsServerValue)
+        #expect(!(["a": ["b": [1, "sv"]], ".priority": 2] as JSONValue).containsServerValue)
+        #expect((["a": ["b": [1, [".sv": "timestamp"]]]] as JSONValue).containsServerValue)
+        #expect(([".value": 1, ".priority": [".sv": "timestamp"]] as JSONValue).containsServerValue)
+        #expect(ServerValue.increment(2).json.containsServerValue)
+    }
+
     @Test func placeholderSpelling() throws {
         #expect(ServerValue.timestamp.json == [".sv": "timestamp"])
         #expect(ServerValue.increment(2).json == [".sv": ["increment": 2]])
