@@ -27,6 +27,12 @@ public final class ServerProcess: Sendable {
     /// Everything the process wrote to stdout and stderr so far.
     public var log: String { output.text }
 
+    /// The exit status once the process ended normally (`nil` while it runs or after a signal).
+    public var exitStatus: Int32? {
+        guard !process.isRunning, process.terminationReason == .exit else { return nil }
+        return process.terminationStatus
+    }
+
     private init(port: Int, executable: String, process: Process, output: OutputCollector) {
         self.port = port
         self.executable = executable

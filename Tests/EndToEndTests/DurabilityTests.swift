@@ -5,8 +5,8 @@ import Testing
 import Transport
 import Tree
 
-/// The real `canopy-server` process, killed with SIGKILL while clients write: every write it
-/// acknowledged must be there after a restart on the same folder.
+/// The real `canopy-server` process, killed with SIGKILL (or stopped with SIGTERM) while clients
+/// write: every write it acknowledged must be there after a restart on the same folder.
 ///
 /// Needs the executable built beside the tests (`swift build --build-tests` builds it; plain
 /// `swift test` may not): the test is skipped, saying so, when it is missing.
@@ -19,6 +19,31 @@ struct DurabilityTests {
             "canopy-server is not built next to the tests; run `swift build --product canopy-server` first"),
         .timeLimit(.minutes(5)))
     func everyAcknowledgedWriteSurvivesSIGKILL() async throws {
+        try await writeThenStop { server in
+            await server.kill()
+        }
+    }
+
+    @Test(
+        .enabled(
+            if: executable != nil,
+            "canopy-server is not built next to the tests; run `swift build --product canopy-server` first"),
+        .timeLimit(.minutes(5)))
+    func sigtermClosesConnectionsFinishesCommitsAndExitsCleanly() async throws {
+        try await writeThenStop { server in
+            let asked = ContinuousClock.now
+            await server.terminate()
+            let took = ContinuousClock.now - asked
+            #expect(server.exitStatus == 0, "log:\n\(server.log)")
+            // A functional bound: shutdown closes the realtime connections instead of waiting for them.
+            #expect(took < .seconds(10), "shutdown took \(took)")
+        }
+    }
+
+    /// Starts the real server, has writers write over WebSocket until 1,000 writes were
+    /// acknowledged, stops the server with `stop` while they keep writing, restarts it on the same
+    /// folder and checks that every acknowledged write is there.
+    func writeThenStop(_ stop: (ServerProcess) async throws -> Void) async throws {
         let executable = try #require(Self.executable)
         let folder = try TestServer.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -42,12 +67,12 @@ struct DurabilityTests {
             }
         }
 
-        // Kill once enough writes were acknowledged, while the writers keep going.
+        // Stop once enough writes were acknowledged, while the writers keep going.
         let deadline = ContinuousClock.now + .seconds(120)
         while acknowledged.count < 1000, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }
-        await first.kill()
+        try await stop(first)
         try await writers.value
         let acked = acknowledged.byWriter
         let total = acked.values.reduce(0) { $0 + $1.count }
