@@ -59,6 +59,8 @@ final class Tally: Sendable {
     let ready = Atomic<Int>(0)
     /// Sessions whose connection closed before they were done.
     let closedEarly = Atomic<Int>(0)
+    /// Sessions done, whether complete or closed early.
+    let sessionsDone = Atomic<Int>(0)
     private let latencies = Mutex(makeHistogram())
     let finished: AsyncStream<Void>
     private let finish: AsyncStream<Void>.Continuation
@@ -68,6 +70,7 @@ final class Tally: Sendable {
     /// Adds one session's latencies and counts it as finished.
     func finish(with histogram: Histogram<UInt64>) {
         latencies.withLock { $0.add(histogram) }
+        sessionsDone.add(1, ordering: .relaxed)
         finish.yield()
     }
 
@@ -288,6 +291,8 @@ struct Fanout: AsyncParsableCommand {
         let started = monotonicNanoseconds()
         let interval = 1e9 / Double(rate)
         for number in 0..<expected {
+            // Every listener is gone (closed early): nothing left to measure.
+            if tally.sessionsDone.load(ordering: .relaxed) == listeners { break }
             let due = started + UInt64(Double(number) * interval)
             let now = monotonicNanoseconds()
             if due > now { try await Task.sleep(for: .nanoseconds(Int(due - now))) }
