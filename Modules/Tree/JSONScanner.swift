@@ -231,12 +231,24 @@ struct JSONScanner {
 
     private mutating func number() throws(TreeError) -> Double {
         let start = position
-        if bytes[position] == UInt8(ascii: "-") { position += 1 }
+        let negative = bytes[position] == UInt8(ascii: "-")
+        if negative { position += 1 }
         guard position < bytes.count else { throw error("invalid number") }
+        let digitsStart = position
         if bytes[position] == UInt8(ascii: "0") {
             position += 1
         } else {
             guard skipDigits() > 0 else { throw error("invalid number") }
+        }
+        let isInteger =
+            position == bytes.count
+            || (bytes[position] != UInt8(ascii: ".") && bytes[position] != UInt8(ascii: "e")
+                && bytes[position] != UInt8(ascii: "E"))
+        // Integers of up to 15 digits are below 2^53, so exact as a Double: no text conversion.
+        if isInteger, position - digitsStart <= 15 {
+            var magnitude: Int64 = 0
+            for index in digitsStart..<position { magnitude = magnitude * 10 + Int64(bytes[index] - UInt8(ascii: "0")) }
+            return negative ? -Double(magnitude) : Double(magnitude)
         }
         if position < bytes.count, bytes[position] == UInt8(ascii: ".") {
             position += 1

@@ -15,6 +15,19 @@ struct JSONScannerTests {
         #expect(value == ["a": ["b": ["c": 1], "d": [["e": 2], .object([:])]], "f": ["g": nil], "x": 2])
     }
 
+    @Test(arguments: [
+        "0", "-0", "7", "-42", "123456789012345", "-999999999999999", "1234567890123456", "9007199254740993",
+        "12345678901234567890", "1.5", "-2.25e3", "1E2", "0.1",
+    ])
+    func readsNumbersAsTheStandardConversionDoes(text: String) throws {
+        let expected = try #require(Double(text))
+        guard case .number(let value) = try JSONValue(parsing: text) else {
+            Issue.record("\(text) did not read as a number")
+            return
+        }
+        #expect(value == expected && value.sign == expected.sign, "\(text)")
+    }
+
     @Test func decodesStringEscapesAndSurrogatePairs() throws {
         let value = try JSONValue(parsing: #"["\"\\\/\b\f\n\r\t", "\u00e9\u4e2d", "\ud83d\ude00", "é中😀"]"#)
         #expect(value == ["\"\\/\u{08}\u{0C}\n\r\t", "é中", "😀", "é中😀"])
