@@ -152,6 +152,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "PresenceTests",
+            dependencies: ["Tree", "Presence"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "TransportTests",
             dependencies: ["Tree", "Query", "Transport"],
             swiftSettings: swiftSettings

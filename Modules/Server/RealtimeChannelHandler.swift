@@ -1,14 +1,15 @@
 import Logging
 import NIOCore
 import NIOWebSocket
+import Presence
 import Transport
 
 /// Serves one upgraded realtime WebSocket on its event loop: joins split frames into messages for
 /// its ``RealtimeConnection``, answers control frames, and runs the heartbeat.
 ///
-/// The heartbeat pings the peer every ``ServerConfiguration/heartbeatInterval``; a peer that sent
-/// nothing (not even a pong) for two whole intervals is treated as gone and its connection closed,
-/// which runs its onDisconnect writes.
+/// The ``Heartbeat`` pings the peer every ``ServerConfiguration/heartbeatInterval``; a peer that
+/// sent nothing (not even a pong) for two whole intervals is treated as gone and its connection
+/// closed, which runs its onDisconnect writes.
 final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
@@ -17,14 +18,14 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
     private let parameters: [String: String]
     private var connection: RealtimeConnection?
     private var assembler: FrameAssembler
-    private var heartbeat: RepeatedTask?
-    private var heardSinceLastBeat = true
-    private var silentBeats = 0
+    private var heartbeat: Heartbeat
+    private var heartbeatTask: RepeatedTask?
 
     init(server: CanopyServer, parameters: [String: String]) {
         self.server = server
         self.parameters = parameters
         self.assembler = FrameAssembler(maxMessageBytes: server.configuration.maxMessageBytes)
+        self.heartbeat = Heartbeat(interval: server.configuration.heartbeatInterval)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -36,36 +37,31 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
             channel: context.channel, framedOutput: NIOLoopBound(encoder, eventLoop: context.eventLoop), server: server)
         self.connection = connection
         connection.open(parameters: parameters)
-        let interval = TimeAmount(server.configuration.heartbeatInterval)
+        let interval = TimeAmount(heartbeat.interval)
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
-        heartbeat = context.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in
+        heartbeatTask = context.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in
             bound.value.handler.beat(context: bound.value.context)
         }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        heartbeat?.cancel()
-        heartbeat = nil
+        heartbeatTask?.cancel()
+        heartbeatTask = nil
     }
 
     private func beat(context: ChannelHandlerContext) {
-        if heardSinceLastBeat {
-            silentBeats = 0
-        } else {
-            silentBeats += 1
-        }
-        heardSinceLastBeat = false
-        if silentBeats >= 2 {
+        switch heartbeat.beat() {
+        case .close:
             context.close(promise: nil)
-            return
+        case .ping:
+            context.writeAndFlush(
+                wrapOutboundOut(WebSocketFrame(fin: true, opcode: .ping, data: ByteBuffer())), promise: nil)
         }
-        context.writeAndFlush(
-            wrapOutboundOut(WebSocketFrame(fin: true, opcode: .ping, data: ByteBuffer())), promise: nil)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
-        heardSinceLastBeat = true
+        heartbeat.heard()
         switch frame.opcode {
         case .text:
             receive(String(buffer: frame.unmaskedData), context: context)
@@ -107,8 +103,8 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        heartbeat?.cancel()
-        heartbeat = nil
+        heartbeatTask?.cancel()
+        heartbeatTask = nil
         connection?.channelClosed()
         connection = nil
         context.fireChannelInactive()
