@@ -3,10 +3,10 @@ import Transport
 
 /// A realtime message waiting to be written to one connection.
 enum OutboundMessage: Sendable {
-    /// Encoded message text (a shared push, or any other message).
+    /// Encoded message text (a push, encoded once for every connection it goes to).
     case text(ByteBuffer)
-    /// The plain acknowledgement of request `number`, spelled when written.
-    case ok(Int)
+    /// A message of this connection alone (an answer, a control message), encoded when written.
+    case message(ServerMessage)
 }
 
 /// Encodes a batch of realtime messages as server-to-client WebSocket text frames (unmasked, as
@@ -20,29 +20,32 @@ enum OutboundFrames {
         for message in messages {
             switch message {
             case .text(let text): capacity += text.readableBytes + 10
-            case .ok: capacity += 64
+            case .message: capacity += 64
             }
         }
         var output = allocator.buffer(capacity: capacity)
         for message in messages {
             switch message {
-            case .ok(let number):
-                let text = #"{"d":{"b":{"d":"","s":"ok"},"r":"# + String(number) + #"},"t":"d"}"#
-                appendFrame(text.utf8.count, to: &output)
-                output.writeString(text)
+            case .message(let message):
+                appendFrames(of: message.text, to: &output)
             case .text(let text):
                 guard text.readableBytes > FrameAssembler.maxFrameCharacters else {
                     appendFrame(text.readableBytes, to: &output)
                     output.writeImmutableBuffer(text)
                     continue
                 }
-                for piece in FrameAssembler.frames(for: String(buffer: text)) {
-                    appendFrame(piece.utf8.count, to: &output)
-                    output.writeString(piece)
-                }
+                appendFrames(of: String(buffer: text), to: &output)
             }
         }
         return output
+    }
+
+    /// Writes `text` as one frame, or as the realtime protocol's split frames when it is long.
+    static func appendFrames(of text: String, to output: inout ByteBuffer) {
+        for piece in FrameAssembler.frames(for: text) {
+            appendFrame(piece.utf8.count, to: &output)
+            output.writeString(piece)
+        }
     }
 
     /// Writes the header of a final, unmasked text frame with a payload of `length` bytes.

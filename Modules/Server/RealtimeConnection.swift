@@ -143,13 +143,7 @@ final class RealtimeConnection: Subscriber {
 
     func deliver(_ push: Push) { enqueue(.text(push.wireBuffer)) }
 
-    func send(_ message: ServerMessage) {
-        if case .response(let number, "ok", .string("")) = message {
-            enqueue(.ok(number))
-        } else {
-            enqueue(.text(ByteBuffer(string: message.text)))
-        }
-    }
+    func send(_ message: ServerMessage) { enqueue(.message(message)) }
 
     /// Closes the WebSocket (with `code`) once everything queued so far was written.
     func closeAfterPendingMessages(code: WebSocketErrorCode = .normalClosure) {
