@@ -20,6 +20,11 @@ struct Baseline: AsyncParsableCommand {
     @Option(help: "Seconds to run.") var duration: Double = 10
     @Flag(inversion: .prefixedNo, help: "fsync every commit (synchronous = FULL).") var fsync = true
 
+    func validate() throws {
+        guard writers > 0, batch > 0 else { throw ValidationError("--writers and --batch must be positive") }
+        guard duration > 0 else { throw ValidationError("--duration must be positive") }
+    }
+
     func run() throws {
         let run = BaselineRun(
             folder: folder, writers: writers, keysPerWriter: 1000, batch: batch, duration: duration, fsync: fsync)

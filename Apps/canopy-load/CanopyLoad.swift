@@ -62,16 +62,16 @@ final class Tally: Sendable {
     /// Sessions done, whether complete or closed early.
     let sessionsDone = Atomic<Int>(0)
     private let latencies = Mutex(makeHistogram())
-    let finished: AsyncStream<Void>
-    private let finish: AsyncStream<Void>.Continuation
+    private let finished: AsyncStream<Void>
+    private let finishedContinuation: AsyncStream<Void>.Continuation
 
-    init() { (finished, finish) = AsyncStream<Void>.makeStream() }
+    init() { (finished, finishedContinuation) = AsyncStream<Void>.makeStream() }
 
     /// Adds one session's latencies and counts it as finished.
     func finish(with histogram: Histogram<UInt64>) {
         latencies.withLock { $0.add(histogram) }
         sessionsDone.add(1, ordering: .relaxed)
-        finish.yield()
+        finishedContinuation.yield()
     }
 
     var histogram: Histogram<UInt64> { latencies.withLock { $0 } }
@@ -145,6 +145,14 @@ struct Writes: AsyncParsableCommand {
     @Option(help: "Seconds to run.") var duration: Double = 10
     @Option(help: "Folder for raw GRDB baseline runs after the server run (same durability).")
     var baseline: String?
+
+    func validate() throws {
+        guard connections > 0, pipeline > 0 else {
+            throw ValidationError("--connections and --pipeline must be positive")
+        }
+        guard duration > 0 else { throw ValidationError("--duration must be positive") }
+        _ = try options.endpoint()
+    }
 
     func run() async throws {
         let batchesBefore = baseline == nil ? nil : try await CommitBatches.read(from: options.server)
@@ -271,6 +279,14 @@ struct Fanout: AsyncParsableCommand {
     @Option(help: "Writes per second (one writer connection).") var rate = 200
     @Option(help: "Seconds to write.") var duration: Double = 10
 
+    func validate() throws {
+        guard listeners > 0, rate > 0 else { throw ValidationError("--listeners and --rate must be positive") }
+        guard Double(rate) * duration >= 1 else {
+            throw ValidationError("--rate × --duration must be at least one write")
+        }
+        _ = try options.endpoint()
+    }
+
     func run() async throws {
         let tally = Tally()
         let (listeners, rate) = (listeners, rate)
@@ -379,6 +395,11 @@ struct Idle: AsyncParsableCommand {
             let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
         else { throw ValidationError("cannot read VmRSS of process \(serverPid)") }
         return kilobytes * 1024
+    }
+
+    func validate() throws {
+        guard connections > 0 else { throw ValidationError("--connections must be positive") }
+        _ = try options.endpoint()
     }
 
     func run() async throws {

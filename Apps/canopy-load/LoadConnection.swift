@@ -76,7 +76,9 @@ final class LoadConnection: Sendable {
 
     /// Sends one message from outside the event loop.
     func send(_ text: String) {
-        channel.writeAndFlush(LoadHandler.frame(text), promise: nil)
+        var generator = SystemRandomNumberGenerator()
+        channel.writeAndFlush(
+            LoadHandler.frame(text, allocator: channel.allocator, generator: &generator), promise: nil)
     }
 
     func close() { channel.close(promise: nil) }
@@ -107,10 +109,12 @@ private final class LoadHandler: ChannelInboundHandler {
 
     init(session: any LoadSession) { self.session = session }
 
-    static func frame(_ text: String) -> WebSocketFrame {
-        var generator = SystemRandomNumberGenerator()
-        return WebSocketFrame(
-            fin: true, opcode: .text, maskKey: .random(using: &generator), data: ByteBuffer(string: text))
+    /// A client text frame, masked as RFC 6455 requires of clients.
+    static func frame(
+        _ text: String, allocator: ByteBufferAllocator, generator: inout some RandomNumberGenerator
+    ) -> WebSocketFrame {
+        WebSocketFrame(
+            fin: true, opcode: .text, maskKey: .random(using: &generator), data: allocator.buffer(string: text))
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -146,9 +150,7 @@ private final class LoadHandler: ChannelInboundHandler {
         guard !output.messages.isEmpty || output.close else { return }
         for text in output.messages {
             for piece in FrameAssembler.frames(for: text) {
-                let frame = WebSocketFrame(
-                    fin: true, opcode: .text, maskKey: .random(using: &masks),
-                    data: context.channel.allocator.buffer(string: piece))
+                let frame = Self.frame(piece, allocator: context.channel.allocator, generator: &masks)
                 context.write(wrapOutboundOut(frame), promise: nil)
             }
         }
@@ -217,7 +219,12 @@ enum MessageText {
 
     /// The offset just past the first occurrence of `marker` in `bytes`.
     private static func offset(after marker: String, in bytes: UnsafeBufferPointer<UInt8>) -> Int? {
-        let pattern = Array(marker.utf8)
+        var marker = marker
+        return marker.withUTF8 { offset(after: $0, in: bytes) }
+    }
+
+    private static func offset(after pattern: UnsafeBufferPointer<UInt8>, in bytes: UnsafeBufferPointer<UInt8>) -> Int?
+    {
         guard let first = pattern.first, bytes.count >= pattern.count else { return nil }
         var start = 0
         while start <= bytes.count - pattern.count {
