@@ -139,11 +139,11 @@ actor Database {
     private func apply(
         writes: [StoredWrite], merge: [Path: Node]?, at path: Path, done: @escaping @Sendable (WriteError?) -> Void
     ) {
-        let old = root
-        var new = root
-        for write in writes { new = new.updating(at: write.path, to: write.node) }
-        root = new
-        let deliveries = fanOut(at: path, old: old, new: new, merge: merge)
+        // Only listeners below the write compare old data with new. Without them nothing else holds
+        // the tree, so the update changes it in place instead of copying the nodes on the way.
+        let old = listeners.hasListeners(below: path) ? root : nil
+        for write in writes { root.update(at: write.path, to: write.node) }
+        let deliveries = fanOut(at: path, old: old ?? root, new: root, merge: merge)
         metrics.writes.increment(by: Int64(writes.count))
         let started = ContinuousClock.now
         let metrics = metrics

@@ -99,14 +99,22 @@ struct ListenerTree {
         var depth = 0
         let keys = path.components
         while true {
-            let here = Path(keys: keys.prefix(depth))
-            for key in node.listeners.keys {
-                if var listener = node.listeners[key] { body(here, &listener); node.listeners[key] = listener }
+            if !node.listeners.isEmpty {
+                let here = Path(keys: keys.prefix(depth))
+                for key in node.listeners.keys {
+                    if var listener = node.listeners[key] { body(here, &listener); node.listeners[key] = listener }
+                }
             }
             guard depth < keys.count, let child = node.children[keys[keys.startIndex + depth]] else { return }
             node = child
             depth += 1
         }
+    }
+
+    /// Whether some listener lies strictly below `path`.
+    func hasListeners(below path: Path) -> Bool {
+        guard let start = location(at: path, create: false) else { return false }
+        return !start.children.isEmpty
     }
 
     /// Visits the listeners strictly below `path`.

@@ -23,7 +23,7 @@ public struct Node: Sendable {
         case max
     }
 
-    @usableFromInline let storage: Storage
+    @usableFromInline var storage: Storage
 
     @usableFromInline init(storage: Storage) { self.storage = storage }
 
@@ -154,6 +154,36 @@ public struct Node: Sendable {
         return replacingChild(front, old: old, with: (old ?? .empty).updating(at: rest, to: node))
     }
 
+    /// Replaces the node at `path` by `node`: the same result as ``updating(at:to:)``, but the
+    /// nodes on the way are changed in place where they are not shared with another copy (copy on
+    /// write), so overwriting an existing location of a tree no one else holds allocates nothing.
+    ///
+    /// ```swift
+    /// var tree = try Node(json: ["users": ["ada": ["age": 36]]])
+    /// tree.update(at: "users/ada/age", to: Node(.number(37)))
+    /// ```
+    public mutating func update(at path: Path, to node: Node) {
+        guard let front = path.front else {
+            self = node
+            return
+        }
+        guard !front.isPriorityKey, case .children(var box) = storage else {
+            self = updating(at: path, to: node)
+            return
+        }
+        storage = .empty
+        guard isKnownUniquelyReferenced(&box), box.canChangeInPlace else {
+            self = Node(storage: .children(box)).updating(at: path, to: node)
+            return
+        }
+        let rest = path.popFront()
+        if !box.modifyChild(front, { $0.update(at: rest, to: node) }) {
+            self = Node(storage: .children(box)).updating(at: path, to: node)
+        } else if !box.children.isEmpty {
+            storage = .children(box)
+        }
+    }
+
     /// This node with `priority` (the empty node cannot hold one and stays empty).
     public func withPriority(_ priority: Priority?) -> Node {
         switch storage {
@@ -201,11 +231,15 @@ extension Node: Equatable {
 }
 
 /// Storage of a node with children: the child map plus lazily built indexes and hash.
-@usableFromInline final class ChildrenStorage: Sendable {
-    let children: ChildMap
+///
+/// Its children change in place only through ``modifyChild(_:_:)``, called by ``Node/update(at:to:)``
+/// while the storage is uniquely referenced, so no other thread can see the change: that is what
+/// makes the `@unchecked Sendable` sound.
+@usableFromInline final class ChildrenStorage: @unchecked Sendable {
+    private(set) var children: ChildMap
     let priority: Priority?
     /// How many children carry a priority; when none do, priority order is key order.
-    let prioritizedChildren: Int
+    private(set) var prioritizedChildren: Int
     let cache: Mutex<Cache>
 
     struct Cache {
@@ -241,6 +275,30 @@ extension Node: Equatable {
         }
         let count = prioritizedChildren - (old?.priority != nil ? 1 : 0) + (new.priority != nil ? 1 : 0)
         return ChildrenStorage(children: map, priority: priority, prioritizedChildren: count, indexes: indexes)
+    }
+
+    /// Whether ``modifyChild(_:_:)`` may be used: no index was built, which would need the child's
+    /// old and new value to be kept in order.
+    var canChangeInPlace: Bool { cache.withLock { $0.indexes.isEmpty } }
+
+    /// Changes child `key` in place (the caller holds the only reference to this storage and
+    /// ``canChangeInPlace``); `false` when there is no such child. A child left empty is removed,
+    /// and the hash is computed anew.
+    func modifyChild(_ key: ChildKey, _ body: (inout Node) -> Void) -> Bool {
+        var before: Priority?
+        var after: Priority?
+        var emptied = false
+        let found = children.modifyValue(forKey: key) { child in
+            before = child.priority
+            body(&child)
+            after = child.priority
+            emptied = child.isEmpty
+        }
+        guard found else { return false }
+        prioritizedChildren += (after != nil ? 1 : 0) - (before != nil ? 1 : 0)
+        if emptied { children = children.removing(key) }
+        cache.withLock { $0.hash = nil }
+        return true
     }
 
     func withPriority(_ priority: Priority?) -> ChildrenStorage {

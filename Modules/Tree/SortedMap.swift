@@ -1,7 +1,9 @@
-/// An immutable sorted map: a persistent AVL tree.
+/// A sorted map with value semantics: a persistent AVL tree.
 ///
 /// Every update returns a new map that shares all untouched subtrees with the old one, so an
-/// update costs O(log n) time and O(log n) new storage, and a copy costs O(1).
+/// update costs O(log n) time and O(log n) new storage, and a copy costs O(1). A value changed
+/// through ``modifyValue(forKey:_:)`` is changed in place where the tree nodes on its way are not
+/// shared with another copy (copy on write), so it allocates nothing.
 ///
 /// | operation | cost |
 /// |---|---|
@@ -19,7 +21,7 @@
 public struct SortedMap<Key: Sendable, Value: Sendable, Order: SortOrder<Key>>: Sendable {
     @usableFromInline typealias Tree = AVLNode<Key, Value>
 
-    @usableFromInline let root: Tree?
+    @usableFromInline var root: Tree?
     /// The order the keys are kept in.
     public let order: Order
 
@@ -63,6 +65,19 @@ public struct SortedMap<Key: Sendable, Value: Sendable, Order: SortOrder<Key>>: 
     /// A map with `key` set to `value`. O(log n).
     public func inserting(_ key: Key, _ value: Value) -> SortedMap {
         SortedMap(root: Self.insert(root, key, value, order), order: order)
+    }
+
+    /// Calls `body` with the value stored for `key`, in place; `false` (and `body` is not called)
+    /// when `key` is absent. O(log n); tree nodes shared with another copy of the map are copied on
+    /// the way down, the others are changed in place.
+    ///
+    /// ```swift
+    /// var scores = SortedMap<ChildKey, Int, KeyOrder>(order: KeyOrder()).inserting("ada", 1)
+    /// scores.modifyValue(forKey: "ada") { $0 += 1 }   // true; scores["ada"] == 2
+    /// ```
+    @discardableResult
+    public mutating func modifyValue(forKey key: Key, _ body: (inout Value) throws -> Void) rethrows -> Bool {
+        try Self.modify(&root, key, order, body)
     }
 
     /// A map without `key` (the same map when absent). O(log n).
@@ -211,11 +226,16 @@ extension SortedMap {
     }
 }
 
-@usableFromInline final class AVLNode<Key: Sendable, Value: Sendable>: Sendable {
+/// A node of ``SortedMap``'s tree. Its value and children change only through
+/// ``SortedMap/modifyValue(forKey:_:)``, and only while the node is uniquely referenced, so no other
+/// thread can see the change: that is what makes the `@unchecked Sendable` sound.
+@usableFromInline final class AVLNode<Key: Sendable, Value: Sendable>: @unchecked Sendable {
     @usableFromInline let key: Key
-    @usableFromInline let value: Value
-    @usableFromInline let left: AVLNode?
-    @usableFromInline let right: AVLNode?
+    // Changed only while uniquely referenced (see above), so the runtime's exclusivity checks, which
+    // would be held across the whole descent, have nothing to catch.
+    @exclusivity(unchecked) @usableFromInline var value: Value
+    @exclusivity(unchecked) @usableFromInline var left: AVLNode?
+    @exclusivity(unchecked) @usableFromInline var right: AVLNode?
     @usableFromInline let height: Int8
     @usableFromInline let count: Int
 
@@ -268,6 +288,27 @@ extension SortedMap {
         if c == 0 { return Tree(key: key, value: value, left: node.left, right: node.right) }
         if c < 0 { return balanced(node.key, node.value, insert(node.left, key, value, order), node.right) }
         return balanced(node.key, node.value, node.left, insert(node.right, key, value, order))
+    }
+
+    /// Changes the value of `key` below `node`, copying shared nodes on the way; `false` when absent
+    /// (the copies made on the way hold the same entries).
+    static func modify(
+        _ node: inout Tree?, _ key: Key, _ order: Order, _ body: (inout Value) throws -> Void
+    ) rethrows
+        -> Bool
+    {
+        guard var current = node else { return false }
+        node = nil
+        defer { node = current }
+        if !isKnownUniquelyReferenced(&current) {
+            current = Tree(key: current.key, value: current.value, left: current.left, right: current.right)
+        }
+        let c = order.compare(key, current.key)
+        if c == 0 {
+            try body(&current.value)
+            return true
+        }
+        return c < 0 ? try modify(&current.left, key, order, body) : try modify(&current.right, key, order, body)
     }
 
     static func removeMin(_ node: Tree) -> (min: Tree, rest: Tree?) {

@@ -31,6 +31,42 @@ struct NodeTests {
         }
     }
 
+    @Test(arguments: [false, true])
+    func inPlaceUpdatesMatchPersistentUpdatesAndSpareCopies(withPriorities: Bool) async {
+        let edits = withPriorities ? NodeGen.childEdit : NodeGen.edit
+        await propertyCheck(count: 100, input: edits.array(of: 1...40)) { edits in
+            // Built apart, so that only the snapshot ever shares storage with `inPlace`.
+            var inPlace = try Node(json: ["a": ["x": 1], "b": 2])
+            var persistent = try Node(json: ["a": ["x": 1], "b": 2])
+            var snapshot: (node: Node, json: JSONValue)?
+            for (step, edit) in edits.enumerated() {
+                // A cached hash must not survive the change; a copy taken now must not see it.
+                _ = inPlace.hash
+                if step.isMultiple(of: 3) { snapshot = (inPlace, inPlace.json()) }
+                inPlace.update(at: edit.path, to: try Node(json: edit.value))
+                persistent = persistent.updating(at: edit.path, to: try Node(json: edit.value))
+
+                #expect(inPlace == persistent, "after \(edit)")
+                #expect(inPlace.hash == (try Node(json: persistent.json(exportFormat: true))).hash, "after \(edit)")
+                let expected = ReferenceOrder.sortedNames(persistent, .priority)
+                #expect(inPlace.children(in: .priority).map(\.name) == expected, "after \(edit)")
+                if let snapshot { #expect(snapshot.node.json() == snapshot.json, "copy changed by \(edit)") }
+                if inPlace != persistent { return }
+            }
+        }
+    }
+
+    @Test func inPlaceUpdateCarriesBuiltIndexes() throws {
+        var node = try Node(json: ["a": 3, "b": 1, "c": 2])
+        #expect(node.children(in: .value).map(\.name) == ["b", "c", "a"])
+        node.update(at: "b", to: Node(.number(10)))
+        node.update(at: "c", to: .empty)
+        #expect(node.children(in: .value).map(\.name) == ["a", "b"])
+        node.update(at: "a", to: .empty)
+        node.update(at: "b", to: .empty)
+        #expect(node == .empty)
+    }
+
     // MARK: Reading children
 
     @Test func childAccessors() throws {

@@ -50,6 +50,29 @@ struct SortedMapTests {
         }
     }
 
+    @Test func modifyingValuesInPlaceSparesCopies() async {
+        await propertyCheck(count: 60, input: Self.steps) { steps in
+            var map = IntMap(order: NaturalOrder())
+            var model: [Int: Int] = [:]
+            for (number, step) in steps.enumerated() {
+                // Every other step a copy shares the tree, so both the in-place and the copying way run.
+                let copy = number.isMultiple(of: 2) ? (map: map, entries: Self.entries(of: model)) : nil
+                if step.insert {
+                    let found = map.modifyValue(forKey: step.key) { $0 = step.value }
+                    #expect(found == (model[step.key] != nil))
+                    if !found { map = map.inserting(step.key, step.value) }
+                    model[step.key] = step.value
+                } else {
+                    map = map.removing(step.key)
+                    model[step.key] = nil
+                }
+                #expect(map.invariantViolation() == nil, "after \(step)")
+                #expect(Self.differences(map, model).isEmpty, "after \(step)")
+                if let copy { #expect(Self.entries(of: copy.map) == copy.entries, "copy changed by \(step)") }
+            }
+        }
+    }
+
     @Test func buildingFromSortedPairsGivesValidTree() async {
         await propertyCheck(count: 100, input: Gen.int(in: 0...300), Gen.int(in: 0...300)) { count, extra in
             let pairs = (0..<count).map { ($0 * 2, $0) }
