@@ -215,52 +215,76 @@ struct CommitBatches {
 
 /// One writer connection: `pipeline` puts in flight, the next sent as each is acknowledged.
 final class WriterSession: LoadSession {
-    private let index: Int
-    private let pipeline: Int
-    private let deadline: UInt64
     private let tally: Tally
-    private var sentAt: [Int: UInt64] = [:]
-    private var next = 1
-    private var histogram = makeHistogram()
-    private var finished = false
+    // One access per message: each access to a class's stored property is checked at run time.
+    private var state: State
 
-    init(index: Int, pipeline: Int, deadline: UInt64, tally: Tally) {
-        self.index = index
-        self.pipeline = pipeline
-        self.deadline = deadline
-        self.tally = tally
+    private struct State {
+        let pipeline: Int
+        let deadline: UInt64
+        /// The puts' paths (`load/w<connection>/k<0..999>`), spelled once.
+        let paths: [String]
+        /// Send times of the requests in flight, at their number modulo the ring's size: the server
+        /// answers a connection's writes in order, so at most `pipeline` slots are ever taken.
+        var sentAt: [(number: Int, time: UInt64)]
+        var inFlight = 0
+        var next = 1
+        var histogram = makeHistogram()
+        var finished = false
+
+        mutating func sendOne(_ output: inout LoadOutput) {
+            let number = next
+            next += 1
+            sentAt[number % sentAt.count] = (number, monotonicNanoseconds())
+            inFlight += 1
+            output.send(Requests.put(number, path: paths[number % paths.count], json: String(number)))
+        }
+
+        /// Takes the send time of request `number`, if it is in flight.
+        mutating func acknowledge(_ number: Int) -> UInt64? {
+            let slot = number % sentAt.count
+            guard sentAt[slot].number == number else { return nil }
+            sentAt[slot].number = 0
+            inFlight -= 1
+            return sentAt[slot].time
+        }
+
+        mutating func received(_ message: String, output: inout LoadOutput, tally: Tally) {
+            if next == 1 {
+                if MessageText.isHello(message) { for _ in 0..<pipeline { sendOne(&output) } }
+                return
+            }
+            guard !finished, let number = MessageText.responseNumber(message), let sent = acknowledge(number) else {
+                return
+            }
+            let now = monotonicNanoseconds()
+            tally.count.add(1, ordering: .relaxed)
+            _ = histogram.record(now - sent)
+            if now < deadline {
+                sendOne(&output)
+            } else if inFlight == 0 {
+                finished = true
+                tally.finish(with: histogram)
+            }
+        }
     }
 
-    private func sendOne(_ output: inout LoadOutput) {
-        let number = next
-        next += 1
-        sentAt[number] = monotonicNanoseconds()
-        output.send(Requests.put(number, path: "load/w\(index)/k\(number % 1000)", json: String(number)))
+    init(index: Int, pipeline: Int, deadline: UInt64, tally: Tally) {
+        self.tally = tally
+        state = State(
+            pipeline: pipeline, deadline: deadline, paths: (0..<1000).map { "load/w\(index)/k\($0)" },
+            sentAt: Array(repeating: (0, 0), count: pipeline * 2))
     }
 
     func received(_ message: String, output: inout LoadOutput) {
-        if next == 1 {
-            if MessageText.isHello(message) { for _ in 0..<pipeline { sendOne(&output) } }
-            return
-        }
-        guard !finished, let number = MessageText.responseNumber(message),
-            let sent = sentAt.removeValue(forKey: number)
-        else { return }
-        let now = monotonicNanoseconds()
-        tally.count.add(1, ordering: .relaxed)
-        _ = histogram.record(now - sent)
-        if now < deadline {
-            sendOne(&output)
-        } else if sentAt.isEmpty {
-            finished = true
-            tally.finish(with: histogram)
-        }
+        let tally = tally
+        state.received(message, output: &output, tally: tally)
     }
 
     func closed() {
-        guard !finished else { return }
-        finished = true
-        tally.finishClosedEarly(with: histogram)
+        guard !state.finished else { return }
+        state.finished = true
+        tally.finishClosedEarly(with: state.histogram)
     }
 }
 

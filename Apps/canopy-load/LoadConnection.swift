@@ -47,7 +47,10 @@ final class LoadConnection: Sendable {
                                     NIOWebSocketFrameAggregator(
                                         minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1 << 16,
                                         maxAccumulatedFrameSize: 1 << 24))
-                                try channel.pipeline.syncOperations.addHandler(LoadHandler(session: makeSession()))
+                                let encoder = try channel.pipeline.syncOperations.context(
+                                    handlerType: WebSocketFrameEncoder.self)
+                                try channel.pipeline.syncOperations.addHandler(
+                                    LoadHandler(session: makeSession(), framedOutput: encoder))
                                 return true
                             }
                         })
@@ -100,6 +103,9 @@ private final class LoadHandler: ChannelInboundHandler {
     typealias OutboundOut = WebSocketFrame
 
     private let session: any LoadSession
+    /// The context of the pipeline's `WebSocketFrameEncoder`: writes made on it skip the encoder, so
+    /// frames this handler already encoded (``MaskedFrames``) go straight to the socket.
+    private let framedOutput: ChannelHandlerContext
     private var assembler = FrameAssembler()
     private var output = LoadOutput()
     private var writeScheduled = false
@@ -107,7 +113,10 @@ private final class LoadHandler: ChannelInboundHandler {
     /// asking the system for every frame's key costs more than the rest of the send.
     private var masks = MaskGenerator()
 
-    init(session: any LoadSession) { self.session = session }
+    init(session: any LoadSession, framedOutput: ChannelHandlerContext) {
+        self.session = session
+        self.framedOutput = framedOutput
+    }
 
     /// A client text frame, masked as RFC 6455 requires of clients.
     static func frame(
@@ -148,12 +157,8 @@ private final class LoadHandler: ChannelInboundHandler {
     private func writeOutput(context: ChannelHandlerContext) {
         writeScheduled = false
         guard !output.messages.isEmpty || output.close else { return }
-        for text in output.messages {
-            for piece in FrameAssembler.frames(for: text) {
-                let frame = Self.frame(piece, allocator: context.channel.allocator, generator: &masks)
-                context.write(wrapOutboundOut(frame), promise: nil)
-            }
-        }
+        let frames = MaskedFrames.encode(output.messages, allocator: context.channel.allocator, masks: &masks)
+        framedOutput.write(NIOAny(frames), promise: nil)
         context.flush()
         output.messages.removeAll(keepingCapacity: true)
         if output.close { context.close(promise: nil) }
@@ -166,6 +171,67 @@ private final class LoadHandler: ChannelInboundHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         context.close(promise: nil)
+    }
+}
+
+/// Client-to-server WebSocket text frames, masked as RFC 6455 requires of a client, encoded into
+/// one buffer for one write (NIO's encoder writes each frame apart and masks byte by byte).
+enum MaskedFrames {
+    static func encode(_ messages: [String], allocator: ByteBufferAllocator, masks: inout MaskGenerator) -> ByteBuffer {
+        var output = allocator.buffer(capacity: messages.reduce(0) { $0 + $1.utf8.count + 14 })
+        for message in messages {
+            if FrameAssembler.fitsOneFrame(message) {
+                append(message, to: &output, key: UInt32(truncatingIfNeeded: masks.next()))
+                continue
+            }
+            for piece in FrameAssembler.frames(for: message) {
+                append(piece, to: &output, key: UInt32(truncatingIfNeeded: masks.next()))
+            }
+        }
+        return output
+    }
+
+    /// Appends one final, masked text frame holding `text`.
+    static func append(_ text: String, to output: inout ByteBuffer, key: UInt32) {
+        let length = text.utf8.count
+        output.writeInteger(UInt8(0x81))
+        switch length {
+        case ..<126:
+            output.writeInteger(UInt8(0x80 | length))
+        case ..<65536:
+            output.writeInteger(UInt8(0x80 | 126))
+            output.writeInteger(UInt16(length))
+        default:
+            output.writeInteger(UInt8(0x80 | 127))
+            output.writeInteger(UInt64(length))
+        }
+        output.writeInteger(key)
+        var text = text
+        text.withUTF8 { utf8 in
+            _ = output.writeWithUnsafeMutableBytes(minimumWritableBytes: utf8.count) { target in
+                let payload = UnsafeMutableRawBufferPointer(rebasing: target[..<utf8.count])
+                payload.copyMemory(from: UnsafeRawBufferPointer(utf8))
+                mask(payload, key: key)
+                return utf8.count
+            }
+        }
+    }
+
+    /// XORs `payload` with the repeated big-endian `key`, eight bytes at a time.
+    static func mask(_ payload: UnsafeMutableRawBufferPointer, key: UInt32) {
+        let keyBytes = withUnsafeBytes(of: key.bigEndian) { Array($0) }
+        var wide: UInt64 = 0
+        withUnsafeMutableBytes(of: &wide) { for index in 0..<8 { $0[index] = keyBytes[index % 4] } }
+        var offset = 0
+        while offset + 8 <= payload.count {
+            let word = payload.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            payload.storeBytes(of: word ^ wide, toByteOffset: offset, as: UInt64.self)
+            offset += 8
+        }
+        while offset < payload.count {
+            payload[offset] ^= keyBytes[offset % 4]
+            offset += 1
+        }
     }
 }
 

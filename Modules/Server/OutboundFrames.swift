@@ -42,6 +42,11 @@ enum OutboundFrames {
 
     /// Writes `text` as one frame, or as the realtime protocol's split frames when it is long.
     static func appendFrames(of text: String, to output: inout ByteBuffer) {
+        if FrameAssembler.fitsOneFrame(text) {
+            appendFrame(text.utf8.count, to: &output)
+            output.writeString(text)
+            return
+        }
         for piece in FrameAssembler.frames(for: text) {
             appendFrame(piece.utf8.count, to: &output)
             output.writeString(piece)

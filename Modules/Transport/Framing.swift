@@ -60,9 +60,15 @@ public struct FrameAssembler: Sendable {
         }
     }
 
+    /// Whether `message` fits in one frame (no character count is needed when its UTF-8 bytes,
+    /// which never number fewer than its characters, already fit).
+    public static func fitsOneFrame(_ message: String, maxFrameCharacters: Int = maxFrameCharacters) -> Bool {
+        message.utf8.count <= maxFrameCharacters || message.count <= maxFrameCharacters
+    }
+
     /// The frames to send for `message`: the message itself, or a count frame and the pieces.
     public static func frames(for message: String, maxFrameCharacters: Int = maxFrameCharacters) -> [String] {
-        guard message.count > maxFrameCharacters else { return [message] }
+        guard !fitsOneFrame(message, maxFrameCharacters: maxFrameCharacters) else { return [message] }
         var frames: [String] = []
         var start = message.startIndex
         while start != message.endIndex {

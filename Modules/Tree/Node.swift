@@ -76,6 +76,14 @@ public struct Node: Sendable {
         }
     }
 
+    var hasPriority: Bool {
+        switch storage {
+        case .leaf(_, .some): true
+        case .children(let storage): storage.priority != nil
+        case .leaf(_, .none), .empty, .max: false
+        }
+    }
+
     /// The priority as a node (a leaf, or empty), as the `.priority` pseudo-child reads.
     public var priorityNode: Node {
         priority.map { Node($0.leafValue) } ?? .empty
@@ -236,7 +244,7 @@ extension Node: Equatable {
 /// while the storage is uniquely referenced, so no other thread can see the change: that is what
 /// makes the `@unchecked Sendable` sound.
 @usableFromInline final class ChildrenStorage: @unchecked Sendable {
-    private(set) var children: ChildMap
+    @exclusivity(unchecked) private(set) var children: ChildMap
     let priority: Priority?
     /// How many children carry a priority; when none do, priority order is key order.
     private(set) var prioritizedChildren: Int
@@ -285,17 +293,17 @@ extension Node: Equatable {
     /// ``canChangeInPlace``); `false` when there is no such child. A child left empty is removed,
     /// and the hash is computed anew.
     func modifyChild(_ key: ChildKey, _ body: (inout Node) -> Void) -> Bool {
-        var before: Priority?
-        var after: Priority?
+        var before = false
+        var after = false
         var emptied = false
         let found = children.modifyValue(forKey: key) { child in
-            before = child.priority
+            before = child.hasPriority
             body(&child)
-            after = child.priority
+            after = child.hasPriority
             emptied = child.isEmpty
         }
         guard found else { return false }
-        prioritizedChildren += (after != nil ? 1 : 0) - (before != nil ? 1 : 0)
+        prioritizedChildren += (after ? 1 : 0) - (before ? 1 : 0)
         if emptied { children = children.removing(key) }
         cache.withLock { $0.hash = nil }
         return true

@@ -31,6 +31,18 @@ struct FramingTests {
         #expect(FrameAssembler.frames(for: "short") == ["short"])
     }
 
+    @Test func theLimitCountsCharactersNotBytes() {
+        // 8,192 two-byte characters: 16,384 bytes and characters, then one character more.
+        let atLimit =
+            String(repeating: "é", count: FrameAssembler.maxFrameCharacters / 2) + String(repeating: "x", count: 8192)
+        #expect(FrameAssembler.fitsOneFrame(atLimit))
+        #expect(FrameAssembler.frames(for: atLimit) == [atLimit])
+        #expect(!FrameAssembler.fitsOneFrame(atLimit + "é"))
+        #expect(FrameAssembler.frames(for: atLimit + "é").count == 3)
+        let wide = String(repeating: "é", count: FrameAssembler.maxFrameCharacters)
+        #expect(wide.utf8.count > FrameAssembler.maxFrameCharacters && FrameAssembler.fitsOneFrame(wide))
+    }
+
     @Test func refusesMessagesOverTheLimitAndRecovers() throws {
         var assembler = FrameAssembler(maxMessageBytes: 10)
         #expect(throws: ProtocolError.messageTooLarge(bytes: 11, limit: 10)) { try assembler.append("12345678901") }
