@@ -33,16 +33,12 @@ extension CanopyServer {
     }
 
     private func parse(_ text: String, on connection: RealtimeConnection) -> ClientMessage? {
-        do {
-            return try ClientMessage(json: try JSONValue(parsing: text))
-        } catch let error as ProtocolError {
-            if case .invalidRequest(let number, let reason) = error {
-                connection.send(.response(number: number, status: "invalid_request", data: .string(reason)))
-            } else {
-                connection.send(.error("\(error)"))
-            }
+        do throws(ProtocolError) {
+            return try ClientMessage(parsing: text)
+        } catch .invalidRequest(let number, let reason) {
+            connection.send(.response(number: number, status: "invalid_request", data: .string(reason)))
         } catch {
-            connection.send(.error("malformed message: \(error)"))
+            connection.send(.error("\(error)"))
         }
         return nil
     }

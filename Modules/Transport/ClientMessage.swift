@@ -107,48 +107,57 @@ extension ClientMessage {
 
 extension ClientRequest {
     init(body: [String: JSONValue]) throws(ProtocolError) {
-        guard case .number(let rawNumber)? = body["r"], let number = Int(exactly: rawNumber) else {
+        var fields = RequestFields()
+        for (name, value) in body { fields.set(name, value) }
+        if case .object(let payload)? = body["b"] {
+            for (name, value) in payload { fields.payload.set(name, value) }
+        }
+        try self.init(fields: fields)
+    }
+
+    init(fields: RequestFields) throws(ProtocolError) {
+        guard case .number(let rawNumber)? = fields.number, let number = Int(exactly: rawNumber) else {
             throw .malformedMessage("request without a number \"r\"")
         }
-        guard case .string(let actionName)? = body["a"] else {
+        guard case .string(let actionName)? = fields.action else {
             throw .invalidRequest(number: number, reason: "missing action \"a\"")
         }
-        let payload = body["b"]?.objectValue ?? [:]
+        let payload = fields.payload
         func path() throws(ProtocolError) -> String {
-            guard case .string(let path)? = payload["p"] else {
+            guard case .string(let path)? = payload.path else {
                 throw .invalidRequest(number: number, reason: "missing path \"p\"")
             }
             return path
         }
         func data() throws(ProtocolError) -> JSONValue {
-            guard let data = payload["d"] else { throw .invalidRequest(number: number, reason: "missing data \"d\"") }
+            guard let data = payload.data else { throw .invalidRequest(number: number, reason: "missing data \"d\"") }
             return data
         }
         func tag() throws(ProtocolError) -> Int? {
-            guard let raw = payload["t"], raw != .null else { return nil }
+            guard let raw = payload.tag, raw != .null else { return nil }
             guard case .number(let value) = raw, let tag = Int(exactly: value) else {
                 throw .invalidRequest(number: number, reason: "tag \"t\" must be an integer")
             }
             return tag
         }
-        let query = payload["q"].flatMap { $0 == .null ? nil : $0 }
+        let query = payload.query.flatMap { $0 == .null ? nil : $0 }
         let action: ClientAction
         switch actionName {
-        case "q": action = .listen(path: try path(), query: query, tag: try tag(), hash: payload["h"]?.stringValue)
+        case "q": action = .listen(path: try path(), query: query, tag: try tag(), hash: payload.hash?.stringValue)
         case "n": action = .unlisten(path: try path(), query: query, tag: try tag())
-        case "p": action = .put(path: try path(), data: try data(), hash: payload["h"]?.stringValue)
+        case "p": action = .put(path: try path(), data: try data(), hash: payload.hash?.stringValue)
         case "m": action = .merge(path: try path(), data: try data())
         case "o": action = .onDisconnectPut(path: try path(), data: try data())
         case "om": action = .onDisconnectMerge(path: try path(), data: try data())
         case "oc": action = .onDisconnectCancel(path: try path())
         case "g": action = .get(path: try path(), query: query)
         case "auth", "gauth":
-            guard case .string(let credential)? = payload["cred"] else {
+            guard case .string(let credential)? = payload.credential else {
                 throw .invalidRequest(number: number, reason: "missing credential \"cred\"")
             }
             action = .auth(credential: credential)
         case "unauth": action = .unauth
-        case "s": action = .stats(payload["c"] ?? .null)
+        case "s": action = .stats(payload.stats ?? .null)
         default: action = .unknown(action: actionName)
         }
         self.init(number: number, action: action)

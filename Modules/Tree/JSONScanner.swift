@@ -7,12 +7,12 @@
 struct JSONScanner {
     static let maxNesting = 512
 
-    private let bytes: UnsafeBufferPointer<UInt8>
+    let bytes: UnsafeBufferPointer<UInt8>
     /// Whether `bytes` are known to be valid UTF-8 (they came from a `String`): a string without
     /// escapes, which starts and ends at ASCII quotes, then needs no validation of its own.
     private let isValidUTF8: Bool
-    private var position = 0
-    private var depth = 0
+    var position = 0
+    var depth = 0
     /// Members of the objects being read, innermost last: each object's dictionary is then made
     /// once at its final size instead of growing (and rehashing) member by member.
     private var pendingMembers: [(key: String, value: JSONValue)] = []
@@ -32,11 +32,11 @@ struct JSONScanner {
         return value
     }
 
-    private func error(_ reason: String) -> TreeError {
+    func error(_ reason: String) -> TreeError {
         .invalidJSON(reason: "\(reason) at byte \(position)")
     }
 
-    private mutating func skipWhitespace() {
+    mutating func skipWhitespace() {
         while position < bytes.count {
             switch bytes[position] {
             case 0x20, 0x0A, 0x0D, 0x09: position += 1
@@ -45,7 +45,7 @@ struct JSONScanner {
         }
     }
 
-    private mutating func value() throws(TreeError) -> JSONValue {
+    mutating func value() throws(TreeError) -> JSONValue {
         guard position < bytes.count else { throw error("unexpected end of input") }
         switch bytes[position] {
         case UInt8(ascii: "{"): return try object()
@@ -70,7 +70,7 @@ struct JSONScanner {
         return value
     }
 
-    private mutating func enter() throws(TreeError) {
+    mutating func enter() throws(TreeError) {
         depth += 1
         if depth > Self.maxNesting { throw error("nested deeper than \(Self.maxNesting) levels") }
     }
@@ -140,7 +140,7 @@ struct JSONScanner {
         }
     }
 
-    private mutating func string() throws(TreeError) -> String {
+    mutating func string() throws(TreeError) -> String {
         position += 1
         let start = position
         // Fast path: no escapes.

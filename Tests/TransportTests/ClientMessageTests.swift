@@ -3,8 +3,65 @@ import Transport
 import Tree
 
 struct ClientMessageTests {
+    /// Decodes `text` with the server's reader, after checking that it agrees with decoding the
+    /// parsed JSON value (same message, or the same protocol error; JSON errors are worded apart).
     private func decode(_ text: String) throws -> ClientMessage {
-        try ClientMessage(json: JSONValue(parsing: text))
+        let streamed = Result { () throws(ProtocolError) in try ClientMessage(parsing: text) }
+        let built = Result { () throws(ProtocolError) in
+            let json: JSONValue
+            do throws(TreeError) {
+                json = try JSONValue(parsing: text)
+            } catch {
+                throw .malformedJSON(error.description)
+            }
+            return try ClientMessage(json: json)
+        }
+        switch (streamed, built) {
+        case (.success(let a), .success(let b)):
+            #expect(a == b, "\(text)")
+        case (.failure(let a), .failure(let b)):
+            #expect(a == b, "\(text)")
+        default:
+            Issue.record("the two decoders disagree on \(text): \(streamed) vs \(built)")
+        }
+        return try streamed.get()
+    }
+
+    @Test func memberOrderRepeatsAndExtraMembersDecodeAlike() throws {
+        let put = ClientMessage.request(ClientRequest(number: 3, action: .put(path: "a/b", data: ["x": 1], hash: nil)))
+        #expect(try decode(#"{"d":{"b":{"d":{"x":1},"p":"a/b"},"a":"p","r":3},"t":"d"}"#) == put)
+        #expect(
+            try decode(#" { "t" : "d" , "d" : { "r" : 3 , "a" : "p" , "b" : { "p" : "a/b" , "d" : {"x":1} } } } "#)
+                == put)
+        #expect(
+            try decode(#"{"t":"d","x":[1,{"y":2}],"d":{"r":3,"z":null,"a":"p","b":{"p":"a/b","d":{"x":1},"w":1}}}"#)
+                == put)
+        // A repeated name keeps its last value, for the envelope, the body and the payload.
+        #expect(try decode(#"{"t":"c","t":"d","d":{"r":3,"a":"p","b":{"p":"a/b","d":{"x":1}}}}"#) == put)
+        #expect(try decode(#"{"t":"d","d":{"r":1},"d":{"r":3,"a":"p","b":{"p":"a/b","d":{"x":1}}}}"#) == put)
+        #expect(try decode(#"{"t":"d","d":{"r":3,"a":"p","b":{"p":"z"},"b":{"p":"a/b","d":{"x":1}}}}"#) == put)
+        #expect(try decode(#"{"t":"d","d":{"r":3,"a":"p","b":{"p":"a\/b","d":{"x":1}}}}"#) == put)
+        #expect(throws: ProtocolError.invalidRequest(number: 3, reason: "missing path \"p\"")) {
+            try decode(#"{"t":"d","d":{"r":3,"a":"p","b":{"p":"a/b","d":1},"b":7}}"#)
+        }
+        #expect(throws: ProtocolError.self) { try decode(#"{"t":"d","d":{"r":3,"a":"p","b":{"p":"a","d":1}},"d":5}"#) }
+    }
+
+    @Test func textThatIsNotJSONIsMalformedJSON() {
+        for text in [
+            #"{"t":"d","d":{"r":1}"#, #"{"t":"d","d":{}} x"#, #"{"t":"d",}"#, "", #"{"t" "d"}"#,
+            #"{"t":"d","d":{"r":1,"a":"p","b":{"p":"a","d":[1,]}}}"#,
+        ] {
+            #expect(throws: ProtocolError.self, "\(text)") { try decode(text) }
+            if case .failure(let error) = Result(catching: { () throws(ProtocolError) in
+                try ClientMessage(parsing: text)
+            }) {
+                guard case .malformedJSON = error else {
+                    Issue.record("\(text) gave \(error)")
+                    continue
+                }
+            }
+        }
     }
 
     @Test func decodesEveryActionTheOfficialClientsSend() throws {
