@@ -63,4 +63,49 @@ struct JSONScannerTests {
         #expect(try JSONValue(parsing: value.serialized()) == value)
         #expect(try JSONValue(parsing: value.serialized(pretty: true)) == value)
     }
+
+    // MARK: JSONReader
+
+    @Test func readerVisitsMembersInTextOrderAndReadsNestedObjects() throws {
+        let text = #" {"a": 1, "b": {"c": [true, null], "d": {}}, "a": "again"} "#
+        let visited = try JSONReader.read(text) { (reader) throws(TreeError) -> [String] in
+            var visited: [String] = []
+            try reader.readObject { (name, reader) throws(TreeError) in
+                if name == "b" {
+                    try reader.readObject { (inner, reader) throws(TreeError) in
+                        visited.append("b.\(inner)=\(try reader.readValue().serialized())")
+                    }
+                } else {
+                    visited.append("\(name)=\(try reader.readValue().serialized())")
+                }
+            }
+            return visited
+        }
+        #expect(visited == ["a=1", "b.c=[true,null]", "b.d={}", #"a="again""#])
+    }
+
+    @Test func readerRefusesWhatTheParserRefuses() {
+        func members(_ text: String) throws(TreeError) {
+            try JSONReader.read(text) { (reader) throws(TreeError) in
+                try reader.readObject { (_, reader) throws(TreeError) in _ = try reader.readValue() }
+            }
+        }
+        #expect(throws: TreeError.invalidJSON(reason: "unexpected text after the value at byte 9")) {
+            try members(#"{"a": 1} 2"#)
+        }
+        #expect(throws: TreeError.invalidJSON(reason: "expected an object at byte 0")) { try members("[1]") }
+        #expect(throws: TreeError.self) { try members(#"{"a": 1"#) }
+        #expect(throws: TreeError.self) { try members(#"{"a" 1}"#) }
+        #expect(throws: TreeError.self) { try members(#"{a: 1}"#) }
+        // A member whose value the body leaves unread is an error, not silently skipped.
+        #expect(throws: TreeError.invalidJSON(reason: "expected ',' or '}' at byte 6")) {
+            try JSONReader.read(#"{"a": 1}"#) { (reader) throws(TreeError) in
+                try reader.readObject { (_, _) throws(TreeError) in }
+            }
+        }
+        let deep = String(repeating: #"{"a":"#, count: 600) + "1" + String(repeating: "}", count: 600)
+        #expect(throws: TreeError.self) {
+            try JSONReader.read(deep) { (reader) throws(TreeError) in _ = try reader.readValue() }
+        }
+    }
 }
