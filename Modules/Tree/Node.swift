@@ -171,25 +171,44 @@ public struct Node: Sendable {
     /// tree.update(at: "users/ada/age", to: Node(.number(37)))
     /// ```
     public mutating func update(at path: Path, to node: Node) {
+        _ = updateInPlace(at: path, to: node)
+    }
+
+    /// What ``updateInPlace(at:to:)`` did to a node, for its parent's bookkeeping.
+    struct InPlaceChange {
+        var hadPriority: Bool
+        var hasPriority: Bool
+        var isEmpty: Bool
+    }
+
+    /// ``update(at:to:)``, telling what it did: the parent learns it without reading its child
+    /// (reading a value held by a class in place costs a copy of it).
+    mutating func updateInPlace(at path: Path, to node: Node) -> InPlaceChange {
+        let hadPriority = hasPriority
         guard let front = path.front else {
             self = node
-            return
+            return InPlaceChange(hadPriority: hadPriority, hasPriority: node.hasPriority, isEmpty: node.isEmpty)
         }
         guard !front.isPriorityKey, case .children(var box) = storage else {
             self = updating(at: path, to: node)
-            return
+            return InPlaceChange(hadPriority: hadPriority, hasPriority: hasPriority, isEmpty: isEmpty)
         }
         storage = .empty
         guard isKnownUniquelyReferenced(&box), box.canChangeInPlace else {
             self = Node(storage: .children(box)).updating(at: path, to: node)
-            return
+            return InPlaceChange(hadPriority: hadPriority, hasPriority: hasPriority, isEmpty: isEmpty)
         }
         let rest = path.popFront()
-        if !box.modifyChild(front, { $0.update(at: rest, to: node) }) {
+        if !box.modifyChild(front, { $0.updateInPlace(at: rest, to: node) }) {
             self = Node(storage: .children(box)).updating(at: path, to: node)
-        } else if !box.children.isEmpty {
-            storage = .children(box)
+            return InPlaceChange(hadPriority: hadPriority, hasPriority: hasPriority, isEmpty: isEmpty)
         }
+        // A node with children keeps its priority; one left without children is empty.
+        guard !box.children.isEmpty else {
+            return InPlaceChange(hadPriority: hadPriority, hasPriority: false, isEmpty: true)
+        }
+        storage = .children(box)
+        return InPlaceChange(hadPriority: hadPriority, hasPriority: hadPriority, isEmpty: false)
     }
 
     /// This node with `priority` (the empty node cannot hold one and stays empty).
@@ -292,19 +311,11 @@ extension Node: Equatable {
     /// Changes child `key` in place (the caller holds the only reference to this storage and
     /// ``canChangeInPlace``); `false` when there is no such child. A child left empty is removed,
     /// and the hash is computed anew.
-    func modifyChild(_ key: ChildKey, _ body: (inout Node) -> Void) -> Bool {
-        var before = false
-        var after = false
-        var emptied = false
-        let found = children.modifyValue(forKey: key) { child in
-            before = child.hasPriority
-            body(&child)
-            after = child.hasPriority
-            emptied = child.isEmpty
-        }
-        guard found else { return false }
-        prioritizedChildren += (after ? 1 : 0) - (before ? 1 : 0)
-        if emptied { children = children.removing(key) }
+    func modifyChild(_ key: ChildKey, _ body: (inout Node) -> Node.InPlaceChange) -> Bool {
+        var change: Node.InPlaceChange?
+        guard children.modifyValue(forKey: key, { change = body(&$0) }), let change else { return false }
+        prioritizedChildren += (change.hasPriority ? 1 : 0) - (change.hadPriority ? 1 : 0)
+        if change.isEmpty { children = children.removing(key) }
         cache.withLock { $0.hash = nil }
         return true
     }

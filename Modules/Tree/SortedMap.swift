@@ -290,25 +290,41 @@ extension SortedMap {
         return balanced(node.key, node.value, node.left, insert(node.right, key, value, order))
     }
 
-    /// Changes the value of `key` below `node`, copying shared nodes on the way; `false` when absent
-    /// (the copies made on the way hold the same entries).
+    /// Changes the value of `key` below `root`, copying shared nodes on the way; `false` when absent
+    /// (the copies made on the way hold the same entries). A loop, not a recursion: `body` and what
+    /// it captures are then not passed down (and copied) once per level.
     static func modify(
-        _ node: inout Tree?, _ key: Key, _ order: Order, _ body: (inout Value) throws -> Void
+        _ root: inout Tree?, _ key: Key, _ order: Order, _ body: (inout Value) throws -> Void
     ) rethrows
         -> Bool
     {
-        guard var current = node else { return false }
-        node = nil
-        defer { node = current }
-        if !isKnownUniquelyReferenced(&current) {
-            current = Tree(key: current.key, value: current.value, left: current.left, right: current.right)
+        guard var current = unique(&root) else { return false }
+        while true {
+            let c = order.compare(key, current.key)
+            if c == 0 {
+                try body(&current.value)
+                return true
+            }
+            let next = c < 0 ? unique(&current.left) : unique(&current.right)
+            guard let next else { return false }
+            current = next
         }
-        let c = order.compare(key, current.key)
-        if c == 0 {
-            try body(&current.value)
-            return true
-        }
-        return c < 0 ? try modify(&current.left, key, order, body) : try modify(&current.right, key, order, body)
+    }
+
+    /// The node in `slot`, made uniquely referenced by it (copied if shared).
+    private static func unique(_ slot: inout Tree?) -> Tree? {
+        guard var node = slot else { return nil }
+        slot = nil
+        if !isKnownUniquelyReferenced(&node) { node = copy(of: node) }
+        slot = node
+        return node
+    }
+
+    /// A node with the same contents (kept out of line: inlined, its copies of the key and value
+    /// were made on every call, shared node or not).
+    @inline(never)
+    static func copy(of node: Tree) -> Tree {
+        Tree(key: node.key, value: node.value, left: node.left, right: node.right)
     }
 
     static func removeMin(_ node: Tree) -> (min: Tree, rest: Tree?) {
