@@ -118,6 +118,43 @@ let benchmarks: @Sendable () -> Void = {
             UpdateFixture(count: count, indexed: false)
         }
     }
+
+    // A server applying writes: one leaf of a 100-by-1,000 tree (`load/w<i>/k<j>`, as `canopy-load
+    // writes` makes) overwritten at a time, in place (no one else holds the tree) and as a
+    // persistent update that keeps the old tree whole.
+    Benchmark("Node.update in place, 100k leaves at depth 3", configuration: fast) {
+        (benchmark: Benchmark, fixture: WriteFixture) in
+        for iteration in benchmark.scaledIterations {
+            fixture.tree.update(at: fixture.path(iteration), to: fixture.leaf)
+        }
+    } setup: {
+        WriteFixture()
+    }
+
+    Benchmark("Node.updating, 100k leaves at depth 3", configuration: fast) {
+        (benchmark: Benchmark, fixture: WriteFixture) in
+        for iteration in benchmark.scaledIterations {
+            fixture.tree = fixture.tree.updating(at: fixture.path(iteration), to: fixture.leaf)
+        }
+    } setup: {
+        WriteFixture()
+    }
+}
+
+/// A tree of 100 × 1,000 leaves that the benchmark keeps changing (the benchmark runs it on one
+/// thread at a time).
+final class WriteFixture: @unchecked Sendable {
+    var tree = Node.empty
+    let paths: [Path]
+    let leaf = Node(.number(1))
+
+    init() {
+        paths = (0..<100).flatMap { writer in (0..<1_000).map { Path("load/w\(writer)/k\($0)") } }
+        for (number, path) in paths.enumerated() { tree.update(at: path, to: Node(.number(Double(number)))) }
+    }
+
+    /// The path of the `iteration`th write, spread over the tree.
+    func path(_ iteration: Int) -> Path { paths[(iteration &* 7_919) % paths.count] }
 }
 
 /// A leaderboard node to query, with the score index built on it or not.
