@@ -23,7 +23,10 @@ public struct ChildKey: Sendable, Hashable, Comparable, CustomStringConvertible,
     /// A key built without validation; use it for keys the program itself spells.
     public init(_ string: String) {
         self.string = string
-        if string == ChildKey.minName {
+        if string.utf8.first != UInt8(ascii: "[") {
+            rank = .normal
+            integerValue = ChildKey.parseInteger(string)
+        } else if string == ChildKey.minName {
             rank = .min
             integerValue = nil
         } else if string == ChildKey.maxName {
