@@ -15,6 +15,9 @@ typealias DatabaseWrite = @Sendable (isolated Database) -> Void
 /// updates it causes for listeners, which go out first — once its batch is durable. Reads and
 /// fan-out never touch the disk.
 ///
+/// The writes of one ``perform(_:)`` call (what one connection sent together) go to the commit
+/// queue as one submission, so they are stored together or refused together.
+///
 /// If the store fails to commit a write, that write is answered with `storage_error`, and the
 /// tree in memory, which already holds it, is brought back to what is durable: further writes are
 /// refused until everything queued before the failure has been committed (or failed), then the
@@ -32,6 +35,8 @@ actor Database {
     /// Set from a storage failure until the tree in memory was reloaded from the store; writes are
     /// refused meanwhile.
     private var recovering = false
+    /// The writes of the ``perform(_:)`` turn under way, committed as one submission at its end.
+    private var turn: Turn?
 
     /// The default rules document: everything readable and writable (rules are not enforced yet).
     static let openRules: JSONValue = ["rules": [".read": true, ".write": true]]
@@ -55,9 +60,75 @@ actor Database {
 
     // MARK: Writes
 
-    /// Runs `writes` in order, in one turn of the database.
+    /// Runs `writes` in order, in one turn of the database, and hands what they store to the
+    /// commit queue as one submission: committed together (or refused together, if the store
+    /// fails), then answered in order.
     func perform(_ writes: [DatabaseWrite]) {
+        turn = Turn()
         for write in writes { write(self) }
+        guard let finished = turn else { return }
+        turn = nil
+        guard !finished.acknowledgements.isEmpty else { return }
+        let started = ContinuousClock.now
+        let (metrics, logger) = (metrics, logger)
+        let stores = !finished.writes.isEmpty
+        commits.submit(finished.writes) { result in
+            if stores { metrics.commitLatency.record(ContinuousClock.now - started) }
+            var events = 0
+            for acknowledgement in finished.acknowledgements {
+                if case .success = result {
+                    for (subscriber, push) in acknowledgement.deliveries { subscriber.deliver(push) }
+                    events += acknowledgement.deliveries.count
+                }
+                acknowledgement.done(result)
+            }
+            metrics.eventsFannedOut.increment(by: Int64(events))
+            if stores, case .failure(let error) = result {
+                logger.error("commit failed", metadata: ["error": "\(error)"])
+                Task { await self.storageFailed() }
+            }
+        }
+    }
+
+    /// What the writes of one ``perform(_:)`` turn store, and how each is answered once durable.
+    private struct Turn {
+        var writes: [StoredWrite] = []
+        var acknowledgements: [Acknowledgement] = []
+    }
+
+    private struct Acknowledgement {
+        /// Pushes to deliver once durable.
+        var deliveries: [(any Subscriber, Push)]
+        var done: @Sendable (Result<Void, any Error>) -> Void
+    }
+
+    /// Queues `writes` for commit: into the current turn's submission, or as a submission of their
+    /// own outside a turn. `done` runs once they are durable (after `deliveries` went out) or failed.
+    private func submit(
+        _ writes: [StoredWrite], deliveries: [(any Subscriber, Push)] = [],
+        done: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
+        if turn != nil {
+            turn?.writes.append(contentsOf: writes)
+            turn?.acknowledgements.append(Acknowledgement(deliveries: deliveries, done: done))
+            return
+        }
+        let started = ContinuousClock.now
+        let (metrics, logger) = (metrics, logger)
+        commits.submit(writes) { result in
+            if !writes.isEmpty { metrics.commitLatency.record(ContinuousClock.now - started) }
+            switch result {
+            case .success:
+                for (subscriber, push) in deliveries { subscriber.deliver(push) }
+                metrics.eventsFannedOut.increment(by: Int64(deliveries.count))
+                done(result)
+            case .failure(let error):
+                done(result)
+                if writes.isEmpty { return }
+                logger.error("commit failed", metadata: ["error": "\(error)"])
+                Task { await self.storageFailed() }
+            }
+        }
     }
 
     /// `set(path, json)`; with `expectedHash`, a compare-and-set against the current hash
@@ -81,7 +152,7 @@ actor Database {
         }
         if let expectedHash, root.child(at: path).hash != expectedHash {
             let current = root.child(at: path)
-            commits.submit([]) { _ in reply(.datastale(current: current)) }
+            submit([]) { _ in reply(.datastale(current: current)) }
             return
         }
         apply(writes: [StoredWrite(path: path, node: node)], merge: nil, at: path) { error in
@@ -125,7 +196,7 @@ actor Database {
             return
         }
         if children.isEmpty {
-            commits.submit([]) { [root] _ in reply(.ok(value: root.child(at: path))) }
+            submit([]) { [root] _ in reply(.ok(value: root.child(at: path))) }
             return
         }
         let writes = children.sorted { $0.key < $1.key }.map { StoredWrite(path: path.child($0.key), node: $0.value) }
@@ -145,20 +216,11 @@ actor Database {
         for write in writes { root.update(at: write.path, to: write.node) }
         let deliveries = fanOut(at: path, old: old ?? root, new: root, merge: merge)
         metrics.writes.increment(by: Int64(writes.count))
-        let started = ContinuousClock.now
-        let metrics = metrics
-        let logger = logger
-        commits.submit(writes) { result in
-            metrics.commitLatency.record(ContinuousClock.now - started)
+        submit(writes, deliveries: deliveries) { result in
             switch result {
-            case .success:
-                for (subscriber, push) in deliveries { subscriber.deliver(push) }
-                metrics.eventsFannedOut.increment(by: Int64(deliveries.count))
-                done(nil)
+            case .success: done(nil)
             case .failure(let error):
-                logger.error("commit failed", metadata: ["error": "\(error)"])
                 done(WriteError(status: "storage_error", message: "the write could not be stored: \(error)"))
-                Task { await self.storageFailed() }
             }
         }
     }
