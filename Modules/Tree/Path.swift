@@ -34,14 +34,17 @@ public struct Path: Sendable, Hashable, Comparable, CustomStringConvertible, Exp
             let end = utf8.firstIndex(of: UInt8(ascii: "/")) ?? utf8.endIndex
             if end != utf8.startIndex {
                 let text = String(Substring(utf8[..<end]))
-                let isLast =
-                    end == utf8.endIndex || utf8[utf8.index(after: end)...].allSatisfy { $0 == UInt8(ascii: "/") }
-                if keys.isEmpty, text == ChildKey.info.string {
-                    keys.append(.info)
-                } else if isLast, text == ChildKey.priority.string {
-                    keys.append(.priority)
-                } else if let reason = ChildKey.problem(with: text) {
-                    throw .invalidPath(string, reason: "key \"\(text)\" \(reason)")
+                if let reason = ChildKey.problem(with: text) {
+                    // `.info` and `.priority` are not data keys, but may stand first and last.
+                    let isLast =
+                        end == utf8.endIndex || utf8[utf8.index(after: end)...].allSatisfy { $0 == UInt8(ascii: "/") }
+                    if keys.isEmpty, text == ChildKey.info.string {
+                        keys.append(.info)
+                    } else if isLast, text == ChildKey.priority.string {
+                        keys.append(.priority)
+                    } else {
+                        throw .invalidPath(string, reason: "key \"\(text)\" \(reason)")
+                    }
                 } else {
                     keys.append(ChildKey(text))
                 }
