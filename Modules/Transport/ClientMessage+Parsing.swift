@@ -10,13 +10,12 @@ extension ClientMessage {
     /// // .request(ClientRequest(number: 1, action: .put(path: "a", data: 1, hash: nil)))
     /// ```
     public init(parsing text: String) throws(ProtocolError) {
-        let envelope: Envelope
-        do {
-            envelope = try JSONReader.read(text) { (reader) throws(TreeError) -> Envelope in
-                var envelope = Envelope()
+        var envelope = Envelope()
+        do throws(TreeError) {
+            try JSONReader.read(text) { (reader) throws(TreeError) in
                 guard reader.isAtObject else {
                     _ = try reader.readValue()
-                    return envelope
+                    return
                 }
                 try reader.readObject { (name, reader) throws(TreeError) in
                     switch name {
@@ -43,7 +42,6 @@ extension ClientMessage {
                         _ = try reader.readValue()
                     }
                 }
-                return envelope
             }
         } catch {
             throw .malformedJSON(error.description)

@@ -4,14 +4,14 @@
 /// The reader holds the text's bytes and is valid only inside ``read(_:_:)``'s body.
 ///
 /// ```swift
-/// let number = try JSONReader.read(#"{"r": 7, "b": {"p": "a"}}"#) { reader in
-///     var number: JSONValue?
+/// var number: JSONValue?
+/// try JSONReader.read(#"{"r": 7, "b": {"p": "a"}}"#) { reader in
 ///     try reader.readObject { name, reader in
 ///         let value = try reader.readValue()
 ///         if name == "r" { number = value }
 ///     }
-///     return number   // 7
 /// }
+/// // number == 7
 /// ```
 public struct JSONReader {
     private var scanner: JSONScanner
@@ -19,24 +19,25 @@ public struct JSONReader {
     private init(_ scanner: JSONScanner) { self.scanner = scanner }
 
     /// Runs `body` on a reader of `text`, which must hold exactly one JSON value: `body` reads it,
-    /// and only whitespace may follow.
-    public static func read<Result>(
-        _ text: String, _ body: (inout JSONReader) throws(TreeError) -> Result
-    ) throws(TreeError) -> Result {
+    /// and only whitespace may follow. (Not generic: a generic reader called from another module
+    /// looked up its type metadata at run time on every call.)
+    public static func read(_ text: String, _ body: (inout JSONReader) throws(TreeError) -> Void) throws(TreeError) {
         var text = text
-        let outcome = text.withUTF8 { bytes in
-            Swift.Result { () throws(TreeError) -> Result in
+        var failure: TreeError?
+        text.withUTF8 { bytes in
+            do throws(TreeError) {
                 var reader = JSONReader(JSONScanner(bytes, isValidUTF8: true))
                 reader.scanner.skipWhitespace()
-                let result = try body(&reader)
+                try body(&reader)
                 reader.scanner.skipWhitespace()
                 guard reader.scanner.position == bytes.count else {
                     throw reader.scanner.error("unexpected text after the value")
                 }
-                return result
+            } catch {
+                failure = error
             }
         }
-        return try outcome.get()
+        if let failure { throw failure }
     }
 
     /// Whether the next value is an object.
