@@ -64,7 +64,7 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
         heartbeat.heard()
         switch frame.opcode {
         case .text:
-            receive(String(buffer: frame.unmaskedData), context: context)
+            receive(frame.unmaskedText, context: context)
         case .ping:
             let pong = WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)
             context.writeAndFlush(wrapOutboundOut(pong), promise: nil)

@@ -1,0 +1,34 @@
+import NIOCore
+import NIOWebSocket
+import Testing
+
+@testable import CanopyServer
+
+/// The server unmasks client frames itself, eight bytes at a time; it must read what NIO reads.
+struct UnmaskedTextTests {
+    @Test func agreesWithNIOForEveryLengthAndKey() {
+        var generator = SystemRandomNumberGenerator()
+        let text = #"{"t":"d","d":{"r":12,"a":"p","b":{"p":"a/é/∂","d":"x"}}}"#
+        for length in 0...text.utf8.count {
+            let payload = String(decoding: Array(text.utf8.prefix(length)), as: UTF8.self)
+            for _ in 0..<4 {
+                let key = WebSocketMaskingKey.random(using: &generator)
+                var masked = ByteBuffer(string: payload)
+                masked.webSocketMask(key)
+                let frame = WebSocketFrame(fin: true, opcode: .text, maskKey: key, data: masked)
+                #expect(frame.unmaskedText == String(buffer: frame.unmaskedData), "length \(length), key \(key)")
+                #expect(frame.unmaskedText == payload)
+            }
+        }
+        let unmasked = WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: text))
+        #expect(unmasked.unmaskedText == text)
+    }
+
+    @Test func repairsInvalidUTF8AsStringFromBufferDoes() throws {
+        let key = try #require(WebSocketMaskingKey([1, 2, 3, 4]))
+        var masked = ByteBuffer(bytes: [0x61, 0xFF, 0x62, 0xC3, 0x28, 0x63, 0x64, 0x65, 0x66, 0xE2])
+        masked.webSocketMask(key)
+        let frame = WebSocketFrame(fin: true, opcode: .text, maskKey: key, data: masked)
+        #expect(frame.unmaskedText == String(buffer: frame.unmaskedData))
+    }
+}
