@@ -27,6 +27,15 @@ enum OutboundFrames {
         for message in messages {
             switch message {
             case .message(let message):
+                if let number = message.plainAcknowledgementNumber {
+                    let (prefix, suffix) = ServerMessage.plainAcknowledgement
+                    let digits = String(number)
+                    appendFrame(prefix.utf8.count + digits.utf8.count + suffix.utf8.count, to: &output)
+                    output.writeString(prefix)
+                    output.writeString(digits)
+                    output.writeString(suffix)
+                    continue
+                }
                 appendFrames(of: message.text, to: &output)
             case .text(let text):
                 guard text.readableBytes > FrameAssembler.maxFrameCharacters else {

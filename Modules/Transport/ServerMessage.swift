@@ -60,11 +60,21 @@ public enum ServerMessage: Sendable, Equatable {
 
     /// The message as one JSON text (before frame splitting).
     public var text: String {
-        // The plain acknowledgement is by far the most frequent message; spell it directly.
-        if case .response(let number, "ok", .string("")) = self {
-            return #"{"d":{"b":{"d":"","s":"ok"},"r":"# + String(number) + #"},"t":"d"}"#
+        if let number = plainAcknowledgementNumber {
+            return Self.plainAcknowledgement.prefix + String(number) + Self.plainAcknowledgement.suffix
         }
         return json.serialized()
+    }
+
+    /// The text of a plain acknowledgement (`ok` with no data), by far the most frequent message,
+    /// around its request number: `prefix + String(number) + suffix` (what ``text`` gives), so a
+    /// writer can spell it without building the whole text first.
+    public static let plainAcknowledgement = (prefix: #"{"d":{"b":{"d":"","s":"ok"},"r":"#, suffix: #"},"t":"d"}"#)
+
+    /// The request number, when this is a plain acknowledgement.
+    public var plainAcknowledgementNumber: Int? {
+        if case .response(let number, "ok", .string("")) = self { return number }
+        return nil
     }
 
     private static func push(_ action: String, path: String, data: JSONValue, tag: Int?) -> JSONValue {
