@@ -209,28 +209,10 @@ enum MaskedFrames {
         var text = text
         text.withUTF8 { utf8 in
             _ = output.writeWithUnsafeMutableBytes(minimumWritableBytes: utf8.count) { target in
-                let payload = UnsafeMutableRawBufferPointer(rebasing: target[..<utf8.count])
-                payload.copyMemory(from: UnsafeRawBufferPointer(utf8))
-                mask(payload, key: key)
+                let bytes = withUnsafeBytes(of: key.bigEndian) { ($0[0], $0[1], $0[2], $0[3]) }
+                WebSocketMasking.apply(key: bytes, from: UnsafeRawBufferPointer(utf8), to: target)
                 return utf8.count
             }
-        }
-    }
-
-    /// XORs `payload` with the repeated big-endian `key`, eight bytes at a time.
-    static func mask(_ payload: UnsafeMutableRawBufferPointer, key: UInt32) {
-        let keyBytes = withUnsafeBytes(of: key.bigEndian) { Array($0) }
-        var wide: UInt64 = 0
-        withUnsafeMutableBytes(of: &wide) { for index in 0..<8 { $0[index] = keyBytes[index % 4] } }
-        var offset = 0
-        while offset + 8 <= payload.count {
-            let word = payload.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-            payload.storeBytes(of: word ^ wide, toByteOffset: offset, as: UInt64.self)
-            offset += 8
-        }
-        while offset < payload.count {
-            payload[offset] ^= keyBytes[offset % 4]
-            offset += 1
         }
     }
 }

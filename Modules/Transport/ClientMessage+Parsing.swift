@@ -46,71 +46,13 @@ extension ClientMessage {
         } catch {
             throw .malformedJSON(error.description)
         }
-        guard case .string(let type)? = envelope.type, let body = envelope.body else {
-            throw .malformedMessage("expected {\"t\": ..., \"d\": {...}}")
-        }
-        switch type {
-        case "c":
-            guard case .string(let command)? = body.command else { throw .malformedMessage("control without command") }
-            switch command {
-            case "p": self = .ping
-            case "o": self = .pong
-            default: self = .control(command)
-            }
-        case "d":
-            self = .request(try ClientRequest(fields: body))
-        default:
-            throw .malformedMessage("unknown envelope type \"\(type)\"")
-        }
+        guard let body = envelope.body else { throw .malformedMessage("expected {\"t\": ..., \"d\": {...}}") }
+        try self.init(type: envelope.type, body: body)
     }
 
     private struct Envelope {
         var type: JSONValue?
         /// The `d` object (`nil` when absent or not an object).
         var body: RequestFields?
-    }
-}
-
-/// The members of a request body (`d`) that a request is made of; other members are ignored.
-struct RequestFields {
-    /// `r`
-    var number: JSONValue?
-    /// `a`
-    var action: JSONValue?
-    /// `t`, the command of a control message.
-    var command: JSONValue?
-    /// `b`, when an object (otherwise empty).
-    var payload = Payload()
-
-    mutating func set(_ name: String, _ value: JSONValue) {
-        switch name {
-        case "r": number = value
-        case "a": action = value
-        case "t": command = value
-        default: break
-        }
-    }
-
-    struct Payload {
-        var path: JSONValue?
-        var data: JSONValue?
-        var hash: JSONValue?
-        var query: JSONValue?
-        var tag: JSONValue?
-        var credential: JSONValue?
-        var stats: JSONValue?
-
-        mutating func set(_ name: String, _ value: JSONValue) {
-            switch name {
-            case "p": path = value
-            case "d": data = value
-            case "h": hash = value
-            case "q": query = value
-            case "t": tag = value
-            case "cred": credential = value
-            case "c": stats = value
-            default: break
-            }
-        }
     }
 }

@@ -76,19 +76,25 @@ extension ClientMessage {
     /// // .request(ClientRequest(number: 1, action: .put(path: "a", data: 1, hash: nil)))
     /// ```
     public init(json: JSONValue) throws(ProtocolError) {
-        guard case .object(let envelope) = json, case .string(let type)? = envelope["t"],
-            case .object(let body)? = envelope["d"]
-        else { throw .malformedMessage("expected {\"t\": ..., \"d\": {...}}") }
+        guard case .object(let envelope) = json, case .object(let body)? = envelope["d"] else {
+            throw .malformedMessage("expected {\"t\": ..., \"d\": {...}}")
+        }
+        try self.init(type: envelope["t"], body: RequestFields(body))
+    }
+
+    /// A message from its envelope's type (`t`) and body (`d`), however they were read.
+    init(type: JSONValue?, body: RequestFields) throws(ProtocolError) {
+        guard case .string(let type)? = type else { throw .malformedMessage("expected {\"t\": ..., \"d\": {...}}") }
         switch type {
         case "c":
-            guard case .string(let command)? = body["t"] else { throw .malformedMessage("control without command") }
+            guard case .string(let command)? = body.command else { throw .malformedMessage("control without command") }
             switch command {
             case "p": self = .ping
             case "o": self = .pong
             default: self = .control(command)
             }
         case "d":
-            self = .request(try ClientRequest(body: body))
+            self = .request(try ClientRequest(fields: body))
         default:
             throw .malformedMessage("unknown envelope type \"\(type)\"")
         }
@@ -106,15 +112,6 @@ extension ClientMessage {
 }
 
 extension ClientRequest {
-    init(body: [String: JSONValue]) throws(ProtocolError) {
-        var fields = RequestFields()
-        for (name, value) in body { fields.set(name, value) }
-        if case .object(let payload)? = body["b"] {
-            for (name, value) in payload { fields.payload.set(name, value) }
-        }
-        try self.init(fields: fields)
-    }
-
     init(fields: RequestFields) throws(ProtocolError) {
         guard case .number(let rawNumber)? = fields.number, let number = Int(exactly: rawNumber) else {
             throw .malformedMessage("request without a number \"r\"")

@@ -1,0 +1,55 @@
+import Tree
+
+/// The members of a request body (`d`) that a request is made of; other members are ignored.
+struct RequestFields {
+    /// `r`
+    var number: JSONValue?
+    /// `a`
+    var action: JSONValue?
+    /// `t`, the command of a control message.
+    var command: JSONValue?
+    /// `b`, when an object (otherwise empty).
+    var payload = Payload()
+
+    init() {}
+
+    /// The fields of an already parsed body.
+    init(_ body: [String: JSONValue]) {
+        for (name, value) in body { set(name, value) }
+        if case .object(let members)? = body["b"] {
+            for (name, value) in members { payload.set(name, value) }
+        }
+    }
+
+    mutating func set(_ name: String, _ value: JSONValue) {
+        switch name {
+        case "r": number = value
+        case "a": action = value
+        case "t": command = value
+        default: break
+        }
+    }
+
+    struct Payload {
+        var path: JSONValue?
+        var data: JSONValue?
+        var hash: JSONValue?
+        var query: JSONValue?
+        var tag: JSONValue?
+        var credential: JSONValue?
+        var stats: JSONValue?
+
+        mutating func set(_ name: String, _ value: JSONValue) {
+            switch name {
+            case "p": path = value
+            case "d": data = value
+            case "h": hash = value
+            case "q": query = value
+            case "t": tag = value
+            case "cred": credential = value
+            case "c": stats = value
+            default: break
+            }
+        }
+    }
+}
