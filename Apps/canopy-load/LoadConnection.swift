@@ -79,9 +79,15 @@ final class LoadConnection: Sendable {
 
     /// Sends one message from outside the event loop.
     func send(_ text: String) {
-        var generator = SystemRandomNumberGenerator()
-        channel.writeAndFlush(
-            LoadHandler.frame(text, allocator: channel.allocator, generator: &generator), promise: nil)
+        let channel = channel
+        channel.eventLoop.execute {
+            // Framed like the sessions' messages, then written past NIO's frame encoder.
+            guard let encoder = try? channel.pipeline.syncOperations.context(handlerType: WebSocketFrameEncoder.self)
+            else { return }
+            var masks = MaskGenerator()
+            let frames = MaskedFrames.encode([text], allocator: channel.allocator, masks: &masks)
+            encoder.writeAndFlush(NIOAny(frames), promise: nil)
+        }
     }
 
     func close() { channel.close(promise: nil) }
@@ -116,14 +122,6 @@ private final class LoadHandler: ChannelInboundHandler {
     init(session: any LoadSession, framedOutput: ChannelHandlerContext) {
         self.session = session
         self.framedOutput = framedOutput
-    }
-
-    /// A client text frame, masked as RFC 6455 requires of clients.
-    static func frame(
-        _ text: String, allocator: ByteBufferAllocator, generator: inout some RandomNumberGenerator
-    ) -> WebSocketFrame {
-        WebSocketFrame(
-            fin: true, opcode: .text, maskKey: .random(using: &generator), data: allocator.buffer(string: text))
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

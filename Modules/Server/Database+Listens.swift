@@ -64,6 +64,7 @@ extension Database {
 
     /// The pushes a write at `path` (from `old` to `new`) causes, per subscriber, in order.
     func fanOut(at path: Path, old: Node, new: Node, merge: [Path: Node]?) -> [(any Subscriber, Push)] {
+        guard listeners.count > 0 else { return [] }
         var deliveries: [(any Subscriber, Push)] = []
         // Computed on first use: most writes have no listener at or above their location.
         var writtenNode: Node?

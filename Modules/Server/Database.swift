@@ -212,9 +212,9 @@ actor Database {
     ) {
         // Only listeners below the write compare old data with new. Without them nothing else holds
         // the tree, so the update changes it in place instead of copying the nodes on the way.
-        let old = listeners.count > 0 && listeners.hasListeners(below: path) ? root : nil
+        let old = listeners.hasListeners(below: path) ? root : nil
         for write in writes { root.update(at: write.path, to: write.node) }
-        let deliveries = listeners.count > 0 ? fanOut(at: path, old: old ?? root, new: root, merge: merge) : []
+        let deliveries = fanOut(at: path, old: old ?? root, new: root, merge: merge)
         metrics.writes.increment(by: Int64(writes.count))
         submit(writes, deliveries: deliveries) { result in
             switch result {

@@ -113,7 +113,7 @@ struct ListenerTree {
 
     /// Whether some listener lies strictly below `path`.
     func hasListeners(below path: Path) -> Bool {
-        guard let start = location(at: path, create: false) else { return false }
+        guard count > 0, let start = location(at: path, create: false) else { return false }
         return !start.children.isEmpty
     }
 

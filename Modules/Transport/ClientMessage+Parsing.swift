@@ -20,21 +20,7 @@ extension ClientMessage {
                 try reader.readObject { (name, reader) throws(TreeError) in
                     switch name {
                     case "t": envelope.type = try reader.readValue()
-                    case "d" where reader.isAtObject:
-                        var body = RequestFields()
-                        try reader.readObject { (name, reader) throws(TreeError) in
-                            if name == "b", reader.isAtObject {
-                                body.payload = RequestFields.Payload()
-                                try reader.readObject { (name, reader) throws(TreeError) in
-                                    body.payload.set(name, try reader.readValue())
-                                }
-                            } else {
-                                let value = try reader.readValue()
-                                if name == "b" { body.payload = RequestFields.Payload() }
-                                body.set(name, value)
-                            }
-                        }
-                        envelope.body = body
+                    case "d" where reader.isAtObject: envelope.body = try RequestFields(reading: &reader)
                     case "d":
                         _ = try reader.readValue()
                         envelope.body = nil

@@ -13,6 +13,27 @@ struct RequestFields {
 
     init() {}
 
+    /// The fields of the body object `reader` is at, read member by member (a repeated name keeps
+    /// its last value; a `b` that is not an object leaves the payload empty).
+    init(reading reader: inout JSONReader) throws(TreeError) {
+        var fields = RequestFields()
+        try reader.readObject { (name, reader) throws(TreeError) in
+            guard name == "b" else {
+                fields.set(name, try reader.readValue())
+                return
+            }
+            fields.payload = Payload()
+            if reader.isAtObject {
+                try reader.readObject { (name, reader) throws(TreeError) in
+                    fields.payload.set(name, try reader.readValue())
+                }
+            } else {
+                _ = try reader.readValue()
+            }
+        }
+        self = fields
+    }
+
     /// The fields of an already parsed body.
     init(_ body: [String: JSONValue]) {
         for (name, value) in body { set(name, value) }

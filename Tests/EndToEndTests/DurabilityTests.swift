@@ -5,30 +5,27 @@ import Testing
 import Transport
 import Tree
 
+/// The `canopy-server` built next to the tests, if any.
+private let serverExecutable = ServerProcess.locateExecutable()
+
 /// The real `canopy-server` process, killed with SIGKILL (or stopped with SIGTERM) while clients
 /// write: every write it acknowledged must be there after a restart on the same folder.
 ///
 /// Needs the executable built beside the tests (`swift build --build-tests` builds it; plain
 /// `swift test` may not): the test is skipped, saying so, when it is missing.
+@Suite(
+    .enabled(
+        if: serverExecutable != nil,
+        "canopy-server is not built next to the tests; run `swift build --product canopy-server` first"))
 struct DurabilityTests {
-    static let executable = ServerProcess.locateExecutable()
-
-    @Test(
-        .enabled(
-            if: executable != nil,
-            "canopy-server is not built next to the tests; run `swift build --product canopy-server` first"),
-        .timeLimit(.minutes(5)))
+    @Test(.timeLimit(.minutes(5)))
     func everyAcknowledgedWriteSurvivesSIGKILL() async throws {
         try await writeThenStop { server in
             await server.kill()
         }
     }
 
-    @Test(
-        .enabled(
-            if: executable != nil,
-            "canopy-server is not built next to the tests; run `swift build --product canopy-server` first"),
-        .timeLimit(.minutes(5)))
+    @Test(.timeLimit(.minutes(5)))
     func sigtermClosesConnectionsFinishesCommitsAndExitsCleanly() async throws {
         try await writeThenStop { server in
             let asked = ContinuousClock.now
@@ -44,7 +41,7 @@ struct DurabilityTests {
     /// acknowledged, stops the server with `stop` while they keep writing, restarts it on the same
     /// folder and checks that every acknowledged write is there.
     func writeThenStop(_ stop: (ServerProcess) async throws -> Void) async throws {
-        let executable = try #require(Self.executable)
+        let executable = try #require(serverExecutable)
         let folder = try TestServer.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let namespace = "durable"
