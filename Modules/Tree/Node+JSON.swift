@@ -1,9 +1,14 @@
 extension Node {
     /// A node from JSON, validated as data written at `path`.
     ///
+    /// - `path` must be writable (``Path/checkWritable()``): no `.info`, `.priority` only last. At a
+    ///   `.priority` location the value must be a priority: a number, a string, `null` or a server
+    ///   value.
     /// - Keys must be valid (``ChildKey/problem(with:)``); `.priority`, `.value` and `.sv` are the
-    ///   only `.`-keys allowed, and `.value` may only stand beside `.priority`.
-    /// - The written location may be at most 32 levels deep; strings at most 10 MB; numbers finite.
+    ///   only `.`-keys allowed, `.value` holds a leaf and may only stand beside `.priority`, and `.sv`
+    ///   stands alone.
+    /// - The written location may be at most 32 levels deep; strings at most 10 MB; numbers finite,
+    ///   also once server values are resolved (an `increment` that overflows is refused).
     /// - Arrays become children `"0"`, `"1"`, …; `null` members are dropped.
     /// - Server values are resolved with `serverValues` against `existing` (the data currently at
     ///   `path`); without a context they are an error.
@@ -14,8 +19,14 @@ extension Node {
     public init(
         json: JSONValue, at path: Path = .root, existing: Node = .empty, serverValues: ServerValueContext? = nil
     ) throws(TreeError) {
+        try path.checkWritable()
         var builder = NodeBuilder(serverValues: serverValues, depth: path.count, path: path)
-        self = try builder.build(json, existing: existing)
+        if path.back?.isPriorityKey == true {
+            // `existing` is the priority's own node here (what the `.priority` pseudo-child reads).
+            self = try builder.priority(json, existing).map { Node($0.leafValue) } ?? .empty
+        } else {
+            self = try builder.build(json, existing: existing)
+        }
     }
 
     /// A node from JSON text; see ``init(json:at:existing:serverValues:)``.
@@ -124,16 +135,24 @@ private struct NodeBuilder {
 
     private mutating func buildObject(_ members: [String: JSONValue], existing: Node) throws(TreeError) -> Node {
         if let placeholder = members[ServerValue.key] {
-            let serverValue = try ServerValue(json: placeholder, path: path)
-            guard let serverValues else {
-                throw .invalidData(path: path.wireString, reason: "server values are not allowed here")
+            guard members.count == 1 else {
+                throw .invalidData(path: path.wireString, reason: "contains .sv beside other members")
             }
-            return Node(serverValue.resolved(existing: existing, now: serverValues.now))
+            return Node(try resolve(placeholder, existing: existing))
         }
-        let priority = try members[".priority"].flatMap { json throws(TreeError) in try self.priority(json, existing) }
+        let priority = try members[".priority"].flatMap { json throws(TreeError) in
+            try self.priority(json, existing.priorityNode)
+        }
         if let value = members[".value"] {
             if members.count > (members[".priority"] == nil ? 1 : 2) {
                 throw .invalidData(path: path.wireString, reason: "contains .value beside other children")
+            }
+            switch value {
+            case .array,
+                .object(_) where value[ServerValue.key] == nil:
+                throw .invalidData(
+                    path: path.wireString, reason: ".value must hold a boolean, number, string or server value")
+            default: break
             }
             let node = try build(value, existing: existing)
             return node.withPriority(priority)
@@ -165,20 +184,30 @@ private struct NodeBuilder {
         return try build(json, existing: existing.child(key))
     }
 
-    private func priority(_ json: JSONValue, _ existing: Node) throws(TreeError) -> Priority? {
+    /// The priority `json` spells; server values resolve against `existing`, the current priority
+    /// as a node.
+    func priority(_ json: JSONValue, _ existing: Node) throws(TreeError) -> Priority? {
         switch json {
         case .null: return nil
         case .number(let value): return .number(try finite(value, "priority"))
         case .string(let value): return .string(value)
         case .object(let members) where members[ServerValue.key] != nil:
-            let serverValue = try ServerValue(json: members[ServerValue.key] ?? .null, path: path)
-            guard let serverValues else {
-                throw .invalidData(path: path.wireString, reason: "server values are not allowed here")
+            guard members.count == 1 else {
+                throw .invalidData(path: path.wireString, reason: "contains .sv beside other members")
             }
-            return Priority(leaf: serverValue.resolved(existing: existing.priorityNode, now: serverValues.now))
+            return Priority(leaf: try resolve(members[ServerValue.key] ?? .null, existing: existing))
         default:
-            throw .invalidData(path: path.wireString, reason: "priority must be a string or a number")
+            throw .invalidData(path: path.wireString, reason: "priority must be a string, a number or null")
         }
+    }
+
+    /// The value of the server-value placeholder `json` (the `.sv` member) over `existing`.
+    private func resolve(_ json: JSONValue, existing: Node) throws(TreeError) -> LeafValue {
+        let serverValue = try ServerValue(json: json, path: path)
+        guard let serverValues else {
+            throw .invalidData(path: path.wireString, reason: "server values are not allowed here")
+        }
+        return try serverValue.resolved(existing: existing, now: serverValues.now, at: path)
     }
 
     private func leafNumber(_ value: Double) throws(TreeError) -> LeafValue {

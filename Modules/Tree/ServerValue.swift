@@ -18,14 +18,31 @@ public enum ServerValue: Sendable, Hashable {
         }
     }
 
-    /// The value this placeholder takes over `existing` at time `now` (ms since 1970).
-    public func resolved(existing: Node, now: Double) -> LeafValue {
+    /// The value this placeholder takes over `existing` at time `now` (ms since 1970), written at
+    /// `path`.
+    ///
+    /// Sums follow IEEE 754 double arithmetic, as Firebase documents for `increment`. A sum that
+    /// overflows to infinity cannot be stored (JSON has no infinity), so it is refused with
+    /// ``TreeError/invalidData(path:reason:)`` rather than saturated or stored as `null`:
+    ///
+    /// ```swift
+    /// try ServerValue.increment(1.7e308).resolved(existing: Node(.number(1.7e308)), now: 0, at: "n/x")
+    /// // throws invalidData(path: "n/x", reason: "increment of 1.7e+308 by 1.7e+308 is not a finite number")
+    /// ```
+    public func resolved(existing: Node, now: Double, at path: Path = .root) throws(TreeError) -> LeafValue {
         switch self {
         case .timestamp:
             return .number(now)
         case .increment(let delta):
-            if case .number(let current)? = existing.leafValue { return .number(current + delta) }
-            return .number(delta)
+            guard case .number(let current)? = existing.leafValue else { return .number(delta) }
+            let sum = current + delta
+            guard sum.isFinite else {
+                throw .invalidData(
+                    path: path.wireString,
+                    reason: "increment of \(JSONValue.format(number: current)) by \(JSONValue.format(number: delta)) "
+                        + "is not a finite number")
+            }
+            return .number(sum)
         }
     }
 

@@ -115,8 +115,8 @@ struct ServerValueTests {
         for value in [ServerValue.timestamp, .increment(-1.5)] {
             #expect(try ServerValue(json: value.json[".sv"] ?? .null, path: .root) == value)
         }
-        #expect(ServerValue.timestamp.resolved(existing: .empty, now: 5) == .number(5))
-        #expect(ServerValue.increment(2).resolved(existing: Node(.number(1)), now: 5) == .number(3))
-        #expect(ServerValue.increment(2).resolved(existing: Node(.bool(true)), now: 5) == .number(2))
+        #expect(try ServerValue.timestamp.resolved(existing: .empty, now: 5) == .number(5))
+        #expect(try ServerValue.increment(2).resolved(existing: Node(.number(1)), now: 5) == .number(3))
+        #expect(try ServerValue.increment(2).resolved(existing: Node(.bool(true)), now: 5) == .number(2))
     }
 }
