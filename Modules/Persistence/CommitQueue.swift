@@ -24,8 +24,12 @@ import Synchronization
 /// fsync never block a thread of Swift's cooperative pool. The callbacks run there too: keep them
 /// short and non-blocking (resume a continuation, enqueue a message).
 ///
-/// If a batch of several submissions fails, each submission is retried in a transaction of its
-/// own, so one bad write (an invalid key) fails only its own submitter.
+/// The disk always holds a prefix of what was submitted, since later submissions are usually
+/// computed from earlier ones (an increment, a write below a new location). If a batch of several
+/// submissions fails, its submissions are retried one by one up to the first that fails; that one
+/// gets its error, and it and everything after it (the rest of the batch and every later
+/// submission) fail with ``StoreError/haltedAfterFailure(reason:)`` until ``resume()`` is called,
+/// which the submitter does once it brought its own state back to what is durable.
 ///
 /// Throughput, measured on the project's 2-core Linux VM (while other builds ran) with
 /// ``SQLiteServerStore`` and ``Durability/full``, writes of one leaf four levels deep from four
@@ -48,6 +52,8 @@ public final class CommitQueue: Sendable {
         var running = false
         /// The committer, when it waits for work.
         var waiter: CheckedContinuation<Void, Never>?
+        /// Set by a failed commit until ``resume()``: what every later submission fails with.
+        var halted: StoreError?
     }
 
     private let store: any ServerStore
@@ -121,6 +127,16 @@ public final class CommitQueue: Sendable {
         waiter?.resume()
     }
 
+    /// Lets submissions commit again after a failure halted the queue (see the type's discussion).
+    /// Submissions made before this call that are still pending fail; call it once the state the
+    /// next submissions are computed from matches what is durable.
+    public func resume() {
+        state.withLock { $0.halted = nil }
+    }
+
+    /// Whether a failure halted the queue and ``resume()`` was not called since.
+    public var isHalted: Bool { state.withLock { $0.halted != nil } }
+
     /// The next batch, waiting for one if none is pending; `nil` once finished and drained.
     private func nextBatch() async -> [Submission]? {
         while true {
@@ -161,6 +177,10 @@ public final class CommitQueue: Sendable {
 
     /// Commits `batch` in one transaction and reports to each submitter, in order. Blocks.
     private func commit(_ batch: [Submission]) {
+        if let halted = state.withLock({ $0.halted }) {
+            for submission in batch { submission.onDurable(.failure(halted)) }
+            return
+        }
         var writes: [StoredWrite] = []
         writes.reserveCapacity(batch.reduce(0) { $0 + $1.writes.count })
         for submission in batch { writes.append(contentsOf: submission.writes) }
@@ -171,6 +191,7 @@ public final class CommitQueue: Sendable {
                 "Commit failed",
                 metadata: ["submissions": "\(batch.count)", "writes": "\(writes.count)", "error": "\(error)"])
             if batch.count == 1 {
+                halt(after: error)
                 batch[0].onDurable(.failure(error))
             } else {
                 retryOneByOne(batch)
@@ -181,22 +202,36 @@ public final class CommitQueue: Sendable {
         for submission in batch { submission.onDurable(.success(())) }
     }
 
-    /// Commits each submission of a failed batch on its own, so that one bad write fails only its
-    /// submitter (and a failing store fails them all, each with its own error).
+    /// Commits the submissions of a failed batch one by one up to the first that fails, which gets
+    /// its error; the ones after it fail without being tried, since they were computed after it.
     private func retryOneByOne(_ batch: [Submission]) {
-        var failed = 0
+        var halted: StoreError?
+        var committed = 0
         for submission in batch {
+            if let halted {
+                submission.onDurable(.failure(halted))
+                continue
+            }
             do {
                 try store.commit(submission.writes)
             } catch {
-                failed += 1
+                halted = halt(after: error)
                 submission.onDurable(.failure(error))
                 continue
             }
+            committed += 1
             submission.onDurable(.success(()))
         }
         logger.notice(
             "Retried the submissions of a failed batch one by one",
-            metadata: ["submissions": "\(batch.count)", "failed": "\(failed)"])
+            metadata: ["submissions": "\(batch.count)", "committed": "\(committed)"])
+    }
+
+    /// Halts the queue after `error`; returns what later submissions fail with.
+    @discardableResult
+    private func halt(after error: any Error) -> StoreError {
+        let halted = StoreError.haltedAfterFailure(reason: "\(error)")
+        state.withLock { $0.halted = halted }
+        return halted
     }
 }

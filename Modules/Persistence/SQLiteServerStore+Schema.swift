@@ -10,6 +10,9 @@ extension SQLiteServerStore {
     ///   `WITHOUT ROWID` clusters the rows by path, so a subtree is one range of the primary key:
     ///   `path >= 'a/' AND path < 'a0'` (`'0'` is the character after `'/'`, and keys never hold `/`).
     /// - `settings(name, value)`: small JSON documents such as the security rules.
+    ///
+    /// `v2-quarantine`: `quarantine(path, value, reason, quarantined_at)`, the rows of `nodes` that
+    /// ``loadTree()`` could not decode, moved aside so that the rest of the database loads.
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
@@ -17,6 +20,13 @@ extension SQLiteServerStore {
                 sql: """
                     CREATE TABLE nodes (path TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID;
                     CREATE TABLE settings (name TEXT PRIMARY KEY NOT NULL, value TEXT);
+                    """)
+        }
+        migrator.registerMigration("v2-quarantine") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE quarantine (
+                        path TEXT NOT NULL, value TEXT NOT NULL, reason TEXT NOT NULL, quarantined_at REAL NOT NULL);
                     """)
         }
         return migrator

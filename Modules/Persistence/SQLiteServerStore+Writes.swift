@@ -98,15 +98,18 @@ struct RowWriter {
         let row = RowPath.priority(of: path)
         try deleteRow.execute(row)
         guard let priority, try exists(path) else { return }
+        try StoredValue.checkStorable(priority.leafValue, at: row)
         try insertRow.execute(row, StoredValue.text(of: priority))
     }
 
     /// Inserts a row per leaf and per priority of `node`, which lies at `rowPath` inside `write`.
     private func insertRows(of node: Node, at rowPath: String, for write: StoredWrite) throws {
         if let priority = node.priority {
+            try StoredValue.checkStorable(priority.leafValue, at: rowPath)
             try insertRow.execute(RowPath.priority(of: rowPath), StoredValue.text(of: priority))
         }
         if let leaf = node.leafValue {
+            try StoredValue.checkStorable(leaf, at: rowPath)
             try insertRow.execute(rowPath, StoredValue.text(of: leaf))
             return
         }

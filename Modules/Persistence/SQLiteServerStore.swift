@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+public import Logging
 import Synchronization
 public import Tree
 
@@ -26,12 +27,17 @@ public final class SQLiteServerStore: ServerStore {
     public let durability: Durability
     private let database: DatabaseQueue
     private let closed = Atomic(false)
+    private let logger: Logger
 
     /// Opens the database file at `path`, creating it and its parent folder if missing, and brings
-    /// its format up to date. Throws ``StoreError/cannotOpen(file:reason:)``.
-    public init(path: String, durability: Durability = .full) throws(StoreError) {
+    /// its format up to date. Throws ``StoreError/cannotOpen(file:reason:)``. `logger` hears about
+    /// rows that ``loadTree()`` had to set aside.
+    public init(
+        path: String, durability: Durability = .full, logger: Logger = Logger(label: "canopy.store")
+    ) throws(StoreError) {
         self.path = path
         self.durability = durability
+        self.logger = logger
         do {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -59,23 +65,69 @@ public final class SQLiteServerStore: ServerStore {
     /// 100,000 leaves load in about 0.25 s of CPU (0.5 s wall on a busy machine), 1,000,000 in about
     /// 2 s of CPU.
     ///
-    /// Throws ``StoreError/sqlite(file:operation:message:)`` when SQLite fails, and
-    /// ``StoreError/corruptData(file:row:reason:)`` when a row does not decode.
+    /// Loading is never all-or-nothing: a row that does not decode (a damaged file, or a value an
+    /// older version stored, such as an overflowed `null`) is logged, moved to the `quarantine`
+    /// table with the reason, and left out of the tree, so the rest of the namespace loads and the
+    /// file agrees with the tree from then on. Throws ``StoreError/sqlite(file:operation:message:)``
+    /// only when SQLite itself fails.
     public func loadTree() throws(StoreError) -> Node {
+        let (loader, unreadable): (TreeLoader, [TreeLoaderError])
         do {
-            let loader = try database.read { db in
+            (loader, unreadable) = try database.read { db in
                 var loader = TreeLoader()
+                var unreadable: [TreeLoaderError] = []
                 let rows = try Row.fetchCursor(db, sql: "SELECT path, value FROM nodes ORDER BY path")
                 while let row = try rows.next() {
-                    try loader.add(path: row[0], value: row[1])
+                    do throws(TreeLoaderError) {
+                        try loader.add(path: row[0], value: row[1])
+                    } catch {
+                        unreadable.append(error)
+                    }
                 }
-                return loader
+                return (loader, unreadable)
             }
-            return loader.build()
-        } catch let error as TreeLoaderError {
-            throw .corruptData(file: path, row: error.row, reason: error.reason)
         } catch {
             throw failure("loading the tree", error)
+        }
+        if !unreadable.isEmpty { quarantine(unreadable) }
+        return loader.build()
+    }
+
+    /// Moves unreadable rows out of `nodes` into `quarantine`, logging each.
+    private func quarantine(_ rows: [TreeLoaderError]) {
+        for row in rows {
+            logger.error(
+                "set aside an unreadable row; the rest of the database loads",
+                metadata: ["file": "\(path)", "row": "\(row.row)", "value": "\(row.value)", "reason": "\(row.reason)"])
+        }
+        let now = Date().timeIntervalSince1970
+        do {
+            try database.write { db in
+                for row in rows {
+                    try db.execute(
+                        sql: "INSERT INTO quarantine (path, value, reason, quarantined_at) VALUES (?, ?, ?, ?)",
+                        arguments: [row.row, row.value, row.reason, now])
+                    try db.execute(sql: "DELETE FROM nodes WHERE path = ?", arguments: [row.row])
+                }
+            }
+        } catch {
+            // The rows stay where they are and are set aside again at the next load.
+            logger.error(
+                "could not move unreadable rows to the quarantine table",
+                metadata: ["file": "\(path)", "error": "\(error)"])
+        }
+    }
+
+    /// The rows ``loadTree()`` set aside, oldest first: their path, stored text and why they did not
+    /// decode.
+    public func quarantinedRows() throws(StoreError) -> [(path: String, value: String, reason: String)] {
+        do {
+            return try database.read { db in
+                try Row.fetchAll(db, sql: "SELECT path, value, reason FROM quarantine ORDER BY quarantined_at, path")
+                    .map { (path: $0[0], value: $0[1], reason: $0[2]) }
+            }
+        } catch {
+            throw failure("reading the quarantine table", error)
         }
     }
 

@@ -22,6 +22,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case corruptData(file: String, row: String, reason: String)
     /// The ``CommitQueue`` was finished before the write was submitted.
     case queueFinished
+    /// An earlier submission of the ``CommitQueue`` failed and the queue was not resumed since, so
+    /// this one, computed after it, was not stored either (the disk keeps a prefix of what was
+    /// submitted).
+    case haltedAfterFailure(reason: String)
 
     public var description: String {
         switch self {
@@ -35,6 +39,21 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             "database \"\(file)\" holds an unreadable row \"\(row)\": \(reason)"
         case .queueFinished:
             "the commit queue is finished and accepts no more writes"
+        case .haltedAfterFailure(let reason):
+            "not stored because an earlier write failed: \(reason)"
+        }
+    }
+
+    /// What a client may be told: the description without the server's file names or SQLite's
+    /// messages, which stay in the server's log.
+    public var clientMessage: String {
+        switch self {
+        case .cannotOpen: "the database could not be opened"
+        case .sqlite(_, let operation, _): "storage failed \(operation)"
+        case .invalidWrite: description
+        case .corruptData: "the database holds data that cannot be read"
+        case .queueFinished: "the server is shutting down"
+        case .haltedAfterFailure: "an earlier write could not be stored"
         }
     }
 }

@@ -13,6 +13,14 @@ enum StoredValue {
 
     static func text(of priority: Priority) -> String { text(of: priority.leafValue) }
 
+    /// Throws ``StoreError/invalidWrite(path:reason:)`` for a value with no JSON spelling (an
+    /// infinite or NaN number), which would otherwise be stored as `null` and never read back.
+    static func checkStorable(_ leaf: LeafValue, at rowPath: String) throws(StoreError) {
+        if case .number(let value) = leaf, !value.isFinite {
+            throw .invalidWrite(path: rowPath, reason: "\(value) is not a finite number")
+        }
+    }
+
     /// The leaf that `text` spells, or `nil` when it is not a JSON boolean, finite number or string.
     static func leaf(from text: String) -> LeafValue? {
         guard let first = text.utf8.first else { return nil }

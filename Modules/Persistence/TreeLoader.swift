@@ -64,12 +64,12 @@ struct TreeLoader {
         let entry = self.entry(at: components)
         if isPriority {
             guard let priority = StoredValue.priority(from: value) else {
-                throw TreeLoaderError(row: path, reason: "\(value) is not a priority (a JSON number or string)")
+                throw TreeLoaderError(row: path, value: value, reason: "not a priority (a JSON number or string)")
             }
             entry.priority = priority
         } else {
             guard let leaf = StoredValue.leaf(from: value) else {
-                throw TreeLoaderError(row: path, reason: "\(value) is not a JSON boolean, finite number or string")
+                throw TreeLoaderError(row: path, value: value, reason: "not a JSON boolean, finite number or string")
             }
             entry.leaf = leaf
         }
@@ -116,5 +116,6 @@ struct TreeLoader {
 /// A row ``TreeLoader`` could not decode.
 struct TreeLoaderError: Error {
     var row: String
+    var value: String
     var reason: String
 }

@@ -71,7 +71,9 @@ struct CommitQueueTests {
         }
     }
 
-    @Test func aFailingSubmissionFailsAloneAndOthersCommit() async throws {
+    /// Later submissions are computed from earlier ones, so after a failure the disk keeps a prefix
+    /// of what was submitted: the failing submission and everything after it fail until `resume()`.
+    @Test func aFailureHaltsTheQueueSoTheDiskHoldsAPrefix() async throws {
         try await withStoreFile { file in
             let store = try SQLiteServerStore(path: file)
             let queue = CommitQueue(store: store, logger: logger)
@@ -83,17 +85,34 @@ struct CommitQueueTests {
                 ("empty", []),
                 ("last", [try StoredWrite("c", 1), try StoredWrite("a", 2)]),
             ]
-            // Submitted before the committer starts, so they form one batch.
-            for (name, writes) in submissions {
+            func submit(_ name: String, _ writes: [StoredWrite]) {
                 queue.submit(writes) { result in
-                    let outcome = (try? result.get()) != nil ? "ok" : "failed"
+                    let outcome: String
+                    switch result {
+                    case .success: outcome = "ok"
+                    case .failure(StoreError.haltedAfterFailure): outcome = "halted"
+                    case .failure: outcome = "failed"
+                    }
                     results.withLock { $0.append("\(name) \(outcome)") }
                 }
             }
+            // Submitted before the committer starts, so they form one batch.
+            for (name, writes) in submissions { submit(name, writes) }
+            let committer = Task { await queue.run() }
+            while results.withLock({ $0.count }) < submissions.count { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(results.withLock { $0 } == ["first ok", "bad failed", "empty halted", "last halted"])
+            #expect(queue.isHalted)
+            #expect(try store.loadTree() == (try Node(json: ["a": 1])))
+
+            // Still halted for a submission made later, until the submitter resumes the queue.
+            submit("later", [try StoredWrite("d", 1)])
+            while results.withLock({ $0.count }) < 5 { try await Task.sleep(for: .milliseconds(5)) }
+            queue.resume()
+            submit("resumed", [try StoredWrite("e", 1)])
             queue.finish()
-            await queue.run()
-            #expect(results.withLock { $0 } == ["first ok", "bad failed", "empty ok", "last ok"])
-            #expect(try store.loadTree() == (try Node(json: ["a": 2, "c": 1])))
+            await committer.value
+            #expect(results.withLock { Array($0.suffix(2)) } == ["later halted", "resumed ok"])
+            #expect(try store.loadTree() == (try Node(json: ["a": 1, "e": 1])))
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Persistence
 import Testing
 import Tree
@@ -234,6 +235,41 @@ struct SQLiteServerStoreTests {
                 try store.commit([StoredWrite(path: .root, node: tree)])
             }
             #expect(try SQLiteServerStore(path: file, durability: .normal).loadTree() == tree)
+        }
+    }
+}
+
+/// Loading is never all-or-nothing.
+struct SQLiteServerStoreQuarantineTests {
+    @Test func anUnreadableRowIsSetAsideAndTheRestLoads() async throws {
+        try await withStoreFile { file in
+            let store = try SQLiteServerStore(path: file)
+            try store.commit([try StoredWrite("", ["a": 1, "b": ["c": "kept"], "d": true])])
+            try store.close()
+            let database = try DatabaseQueue(path: file)
+            try await database.write { db in
+                try db.execute(sql: "UPDATE nodes SET value = 'null' WHERE path = 'a'")
+                try db.execute(sql: "UPDATE nodes SET value = '{not json' WHERE path = 'd'")
+            }
+            try database.close()
+
+            let reopened = try SQLiteServerStore(path: file)
+            #expect(try reopened.loadTree() == (try Node(json: ["b": ["c": "kept"]])))
+            #expect(try reopened.quarantinedRows().map(\.path) == ["a", "d"])
+            #expect(try reopened.quarantinedRows().map(\.value) == ["null", "{not json"])
+            // Set aside for good: the next load reads the same tree and quarantines nothing more.
+            #expect(try reopened.loadTree() == (try Node(json: ["b": ["c": "kept"]])))
+            #expect(try reopened.quarantinedRows().count == 2)
+        }
+    }
+
+    @Test func aNonFiniteNumberIsNeverStored() async throws {
+        try await withStoreFile { file in
+            let store = try SQLiteServerStore(path: file)
+            for node in [Node(.number(.infinity)), Node(.string("v"), priority: .number(-.infinity))] {
+                #expect(throws: StoreError.self) { try store.commit([StoredWrite(path: "x", node: node)]) }
+            }
+            #expect(try store.loadTree() == .empty)
         }
     }
 }
