@@ -56,10 +56,15 @@ extension CanopyServer {
         }
     }
 
-    /// A put or merge as a step for ``Database/perform(_:)``; `nil` for other requests. A put or
-    /// merge at an invalid path is answered here and becomes a step that does nothing.
+    /// A put or merge as a step for ``Database/perform(_:)``; `nil` for other requests.
     private static func write(for request: ClientRequest, on connection: RealtimeConnection) -> DatabaseWrite? {
-        let answer = answer(request.number, on: connection)
+        write(for: request.action, answer: answer(request.number, on: connection))
+    }
+
+    /// A put or merge as a step for ``Database/perform(_:)`` that hands its outcome to `answer`;
+    /// `nil` for other actions. A put or merge at an invalid path is answered here and becomes a
+    /// step that does nothing.
+    static func write(for action: ClientAction, answer: @escaping @Sendable (WriteOutcome) -> Void) -> DatabaseWrite? {
         let path: (String) -> Path? = { text in
             do throws(TreeError) {
                 return try Path(validating: text)
@@ -68,7 +73,7 @@ extension CanopyServer {
                 return nil
             }
         }
-        switch request.action {
+        switch action {
         case .put(let text, let data, let hash):
             guard let path = path(text) else { return { _ in } }
             return { database in database.set(path, json: data, expectedHash: hash, reply: answer) }
@@ -102,11 +107,12 @@ extension CanopyServer {
                 fail(WriteError(status: "invalid_query", message: error.description))
                 return
             }
-            let listen = await database.listen(
-                connection, path: path, params: params, queryID: params.queryIdentifier, tag: tag, hash: hash)
-            if let push = listen.push { connection.deliver(push) }
-            let warnings: JSONValue = listen.warnings.isEmpty ? [:] : ["w": .array(listen.warnings.map { .string($0) })]
-            connection.send(.ok(number, data: warnings))
+            // Answered once its data was pushed (in commit order; see `Database.listen`).
+            await database.listen(
+                connection, path: path, params: params, queryID: params.queryIdentifier, tag: tag, hash: hash
+            ) { warnings in
+                connection.send(.ok(number, data: warnings.isEmpty ? [:] : ["w": .array(warnings.map { .string($0) })]))
+            }
         case .unlisten(let text, let query, _):
             guard let path = path(text) else { return }
             let queryID = (try? QueryParams(wireObject: query))?.queryIdentifier ?? "default"
@@ -115,26 +121,14 @@ extension CanopyServer {
         case .put, .merge:
             // Batched by `handle(_:on:database:)` through `write(for:on:)`.
             if let write = Self.write(for: request, on: connection) { await database.perform([write]) }
-        case .onDisconnectPut(let text, let data):
-            guard let path = path(text) else { return }
-            if let problem = Self.validateDisconnectValue(data, at: path) { return fail(problem) }
-            _ = connection.register(DisconnectOperation(path: path, kind: .set(data)))
-            connection.send(.ok(number))
-        case .onDisconnectMerge(let text, let data):
-            guard let path = path(text) else { return }
-            guard case .object(let members) = data else {
-                return fail(.invalidData("an onDisconnect update must be an object of paths and values"))
+        case .onDisconnectPut, .onDisconnectMerge:
+            switch Self.disconnectOperation(for: request.action) {
+            case .success(let operation)?:
+                _ = connection.register(operation)
+                connection.send(.ok(number))
+            case .failure(let error)?: fail(error)
+            case nil: break
             }
-            for (key, value) in members {
-                do {
-                    let child = path.child(try Path(validating: key))
-                    if let problem = Self.validateDisconnectValue(value, at: child) { return fail(problem) }
-                } catch {
-                    return fail(.invalidPath(error))
-                }
-            }
-            _ = connection.register(DisconnectOperation(path: path, kind: .update(members)))
-            connection.send(.ok(number))
         case .onDisconnectCancel(let text):
             guard let path = path(text) else { return }
             connection.cancelDisconnect(below: path)
@@ -156,14 +150,31 @@ extension CanopyServer {
         }
     }
 
-    /// Checks an onDisconnect value when it is registered (server values resolve when it runs).
-    static func validateDisconnectValue(_ json: JSONValue, at path: Path) -> WriteError? {
-        if let refusal = Database.refuseInfoWrite(path) { return refusal }
-        do {
-            _ = try Node(json: json, at: path, serverValues: ServerValueContext(now: 0))
-            return nil
+    /// The onDisconnect operation an `o` or `om` action registers, or why it is refused; `nil` for
+    /// other actions. Values are checked as a write there would be (server values resolve when it
+    /// runs; here they only have to be well formed).
+    static func disconnectOperation(for action: ClientAction) -> Result<DisconnectOperation, WriteError>? {
+        let context = ServerValueContext(now: 0)
+        do throws(TreeError) {
+            switch action {
+            case .onDisconnectPut(let text, let data):
+                let path = try Path(validating: text)
+                _ = try Node(json: data, at: path, serverValues: context)
+                return .success(DisconnectOperation(path: path, kind: .set(data)))
+            case .onDisconnectMerge(let text, let data):
+                let path = try Path(validating: text)
+                guard case .object(let members) = data else {
+                    return .failure(.invalidData("an onDisconnect update must be an object of paths and values"))
+                }
+                _ = try Database.updateChildren(members, at: path) { absolute, value throws(TreeError) in
+                    try Node(json: value, at: absolute, serverValues: context)
+                }
+                return .success(DisconnectOperation(path: path, kind: .update(members)))
+            default:
+                return nil
+            }
         } catch {
-            return .invalidData(error.description)
+            return .failure(.refused(error))
         }
     }
 }

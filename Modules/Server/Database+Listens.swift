@@ -2,22 +2,21 @@ import Prometheus
 import Query
 import Tree
 
-/// What a new listen sends first.
-struct ListenAnswer: Sendable {
-    /// The initial data (nil when the client's hash shows it already has it).
-    var push: Push?
-    /// Warnings for the `ok` answer (`no_index`).
-    var warnings: [String]
-}
-
 extension Database {
-    /// Registers a listen and returns its initial data.
+    /// Registers a listen, delivers its initial data to `subscriber`, then calls `reply` with the
+    /// warnings for its answer (`no_index`).
     ///
     /// Plain listens get the data at `path`; filtered queries get their window, tagged, and keep a
     /// server-side ``View`` so later writes push only what entered, changed in or left the window.
+    ///
+    /// The initial data is a snapshot of memory, which holds writes that may not be durable yet, so
+    /// it is delivered in commit order (``deliverInCommitOrder(_:to:then:)``): after the updates of
+    /// the writes it includes, which the subscriber may also get through another of its listens,
+    /// and before those of every later write.
     func listen(
-        _ subscriber: any Subscriber, path: Path, params: QueryParams, queryID: String, tag: Int?, hash: String?
-    ) -> ListenAnswer {
+        _ subscriber: any Subscriber, path: Path, params: QueryParams, queryID: String, tag: Int?, hash: String?,
+        reply: @escaping @Sendable ([String]) -> Void = { _ in }
+    ) {
         let data = root.child(at: path)
         var warnings: [String] = []
         if case .child(let child) = params.index, !indexedChildren(at: path).contains(child.wireString) {
@@ -38,7 +37,7 @@ extension Database {
             push = Push(kind: .overwrite, path: path, data: window.json(exportFormat: true), tag: tag)
         }
         if listeners.add(listener) { metrics.listeners.increment() }
-        return ListenAnswer(push: push, warnings: warnings)
+        deliverInCommitOrder(push, to: subscriber) { [warnings] in reply(warnings) }
     }
 
     func unlisten(subscriberID: Int, path: Path, queryID: String) {

@@ -18,10 +18,14 @@ typealias DatabaseWrite = @Sendable (isolated Database) -> Void
 /// The writes of one ``perform(_:)`` call (what one connection sent together) go to the commit
 /// queue as one submission, so they are stored together or refused together.
 ///
-/// If the store fails to commit a write, that write is answered with `storage_error`, and the
-/// tree in memory, which already holds it, is brought back to what is durable: further writes are
-/// refused until everything queued before the failure has been committed (or failed), then the
-/// tree is reloaded from the store and listeners get the data that changed back.
+/// Every write is validated completely before it touches the tree (the same checks the store
+/// makes), so a refused write changes nothing and the store never refuses what memory applied.
+///
+/// If the store fails to commit a write (an I/O error, a full disk), that write and every write
+/// queued after it are answered with `storage_error` (the ``CommitQueue`` halts, so the disk holds a
+/// prefix of what memory applied), and the tree in memory is brought back to what is durable:
+/// further writes are refused until everything queued before the failure has failed, then the tree
+/// is reloaded from the store, the queue resumes, and listeners get the data that changed back.
 actor Database {
     let name: String
     private(set) var root: Node
@@ -83,7 +87,7 @@ actor Database {
                 acknowledgement.done(result)
             }
             metrics.eventsFannedOut.increment(by: Int64(events))
-            if stores, case .failure(let error) = result {
+            if stores, case .failure(let error) = result, Self.startsRecovery(error) {
                 logger.error("commit failed", metadata: ["error": "\(error)"])
                 Task { await self.storageFailed() }
             }
@@ -100,6 +104,20 @@ actor Database {
         /// Pushes to deliver once durable.
         var deliveries: [(any Subscriber, Push)]
         var done: @Sendable (Result<Void, any Error>) -> Void
+    }
+
+    /// Delivers `push` to `subscriber` in commit order, then runs `done`: after the updates of every
+    /// write applied before this call and before those of every write applied after it, whether or
+    /// not those commit. A snapshot taken now reflects exactly the writes before it, so a subscriber
+    /// never sees data go back in time. (Not for the steps of a ``perform(_:)`` turn, which are
+    /// writes.)
+    func deliverInCommitOrder(
+        _ push: Push?, to subscriber: any Subscriber, then done: @escaping @Sendable () -> Void
+    ) {
+        commits.submit([]) { _ in
+            if let push { subscriber.deliver(push) }
+            done()
+        }
     }
 
     /// Queues `writes` for commit: into the current turn's submission, or as a submission of their
@@ -124,7 +142,7 @@ actor Database {
                 done(result)
             case .failure(let error):
                 done(result)
-                if writes.isEmpty { return }
+                if writes.isEmpty || !Self.startsRecovery(error) { return }
                 logger.error("commit failed", metadata: ["error": "\(error)"])
                 Task { await self.storageFailed() }
             }
@@ -137,17 +155,17 @@ actor Database {
         _ path: Path, json: JSONValue, expectedHash: String? = nil,
         reply: @escaping @Sendable (WriteOutcome) -> Void
     ) {
-        if let refusal = Self.refuseInfoWrite(path) ?? refuseWhileRecovering() {
-            reply(.rejected(refusal))
-            return
-        }
         let context = ServerValueContext(now: Self.now())
         let node: Node
         do {
             let existing = json.containsServerValue ? root.child(at: path) : .empty
             node = try Node(json: json, at: path, existing: existing, serverValues: context)
         } catch {
-            reply(.rejected(.invalidData(error.description)))
+            reply(.rejected(.refused(error)))
+            return
+        }
+        if let refusal = refuseWhileRecovering() {
+            reply(.rejected(refusal))
             return
         }
         if let expectedHash, root.child(at: path).hash != expectedHash {
@@ -166,33 +184,19 @@ actor Database {
             reply(.rejected(.invalidData("an update must be an object of paths and values")))
             return
         }
-        if let refusal = refuseWhileRecovering() {
-            reply(.rejected(refusal))
-            return
-        }
         let context = ServerValueContext(now: Self.now())
         var children: [Path: Node] = [:]
-        do {
-            for (key, value) in members {
-                let relative = try Path(validating: key)
-                let absolute = path.child(relative)
-                if let refusal = Self.refuseInfoWrite(absolute) {
-                    reply(.rejected(refusal))
-                    return
-                }
-                if absolute.count > TreeLimits.maxDepth {
-                    throw TreeError.invalidPath(
-                        absolute.wireString, reason: "is deeper than \(TreeLimits.maxDepth) levels")
-                }
+        do throws(TreeError) {
+            children = try Self.updateChildren(members, at: path) { absolute, value throws(TreeError) in
                 let existing = value.containsServerValue ? root.child(at: absolute) : .empty
-                children[relative] = try Node(json: value, at: absolute, existing: existing, serverValues: context)
+                return try Node(json: value, at: absolute, existing: existing, serverValues: context)
             }
-            try UpdateValidation.checkNoOverlap(children.keys)
-        } catch let error as TreeError {
-            reply(.rejected(.invalidData(error.description)))
-            return
         } catch {
-            reply(.rejected(.invalidData("\(error)")))
+            reply(.rejected(.refused(error)))
+            return
+        }
+        if let refusal = refuseWhileRecovering() {
+            reply(.rejected(refusal))
             return
         }
         if children.isEmpty {
@@ -220,15 +224,43 @@ actor Database {
             switch result {
             case .success: done(nil)
             case .failure(let error):
-                done(WriteError(status: "storage_error", message: "the write could not be stored: \(error)"))
+                let reason = (error as? StoreError)?.clientMessage ?? "see the server's log"
+                done(WriteError(status: "storage_error", message: "the write could not be stored: \(reason)"))
             }
         }
+    }
+
+    /// The members of a multi-path update at `path` as nodes by relative path, each built by `build`
+    /// from its absolute location and value. Throws for a member whose path is invalid or not
+    /// writable once joined with `path` (`a/.priority` with `x`, `a` with `.info/x`), whose value
+    /// `build` refuses, or that overlaps another member (`a` and `a/b`).
+    static func updateChildren(
+        _ members: [String: JSONValue], at path: Path,
+        build: (_ absolute: Path, _ value: JSONValue) throws(TreeError) -> Node
+    ) throws(TreeError) -> [Path: Node] {
+        var children: [Path: Node] = [:]
+        children.reserveCapacity(members.count)
+        for (key, value) in members {
+            let relative = try Path(validating: key)
+            let absolute = path.child(relative)
+            try absolute.checkWritable()
+            children[relative] = try build(absolute, value)
+        }
+        try UpdateValidation.checkNoOverlap(children.keys)
+        return children
     }
 
     private func refuseWhileRecovering() -> WriteError? {
         guard recovering else { return nil }
         return WriteError(
             status: "storage_error", message: "the database is recovering from a storage failure; retry shortly")
+    }
+
+    /// Whether a commit failure starts a recovery: a submission refused only because an earlier one
+    /// failed (``StoreError/haltedAfterFailure(reason:)``) belongs to the recovery that one started.
+    private nonisolated static func startsRecovery(_ error: any Error) -> Bool {
+        if case .haltedAfterFailure? = error as? StoreError { return false }
+        return true
     }
 
     /// Starts bringing memory back to what is durable, once what was queued before has committed.
@@ -246,6 +278,8 @@ actor Database {
             root = stored
             for (subscriber, push) in fanOut(at: .root, old: old, new: stored, merge: nil) { subscriber.deliver(push) }
             logger.warning("reloaded the tree from the store after a storage failure")
+            // Memory matches the disk again: later writes may be computed from it and committed.
+            commits.resume()
             recovering = false
         } catch {
             // Still failing: stay read-only and try again shortly.
@@ -255,12 +289,6 @@ actor Database {
                 self.reloadFromStore()
             }
         }
-    }
-
-    /// `.info` holds what a client knows about its connection; it is never stored data.
-    static func refuseInfoWrite(_ path: Path) -> WriteError? {
-        guard path.front == .info else { return nil }
-        return WriteError(status: "invalid_path", message: "\(path) is read-only (.info is not stored data)")
     }
 
     /// Runs a connection's onDisconnect writes (no one to answer).
@@ -283,14 +311,17 @@ actor Database {
 
     // MARK: Rules
 
+    /// Stores `document` as the rules, then uses it: if the store refuses it, the rules in force
+    /// stay as they were.
     func setRules(_ document: JSONValue, reply: @escaping @Sendable ((any Error)?) -> Void) {
-        rules = document
         do {
             try store.setSetting("rules", document)
-            reply(nil)
         } catch {
             reply(error)
+            return
         }
+        rules = document
+        reply(nil)
     }
 
     /// The `.indexOn` entries of the rules at `path` (wildcards `$x` match any key).

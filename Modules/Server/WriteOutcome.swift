@@ -29,5 +29,12 @@ public struct WriteError: Error, Sendable, Equatable, CustomStringConvertible {
         WriteError(status: "invalid_data", message: message)
     }
 
+    /// The refusal for a value or location that failed validation: `invalid_path` for a location,
+    /// `invalid_data` for anything else.
+    public static func refused(_ error: TreeError) -> WriteError {
+        if case .invalidPath = error { return .invalidPath(error) }
+        return .invalidData(error.description)
+    }
+
     public var description: String { "\(status): \(message)" }
 }

@@ -21,7 +21,10 @@ final class FailingStore: ServerStore {
     }
 
     func setting(_ name: String) throws -> JSONValue? { inner.setting(name) }
-    func setSetting(_ name: String, _ value: JSONValue?) throws { inner.setSetting(name, value) }
+    func setSetting(_ name: String, _ value: JSONValue?) throws {
+        if value?["rules"]?["broken"] != nil { throw DiskFull() }
+        inner.setSetting(name, value)
+    }
 }
 
 /// Records what a listener is sent.
@@ -38,7 +41,8 @@ struct StorageFailureTests {
         }
     }
 
-    @Test func aWriteTheStoreRefusesIsRolledBackInMemoryAndForListeners() async throws {
+    /// Runs `body` with a database on a ``FailingStore`` whose commit queue runs meanwhile.
+    static func withFailingDatabase(_ body: (Database, FailingStore) async throws -> Void) async throws {
         let store = FailingStore()
         let logger = Logger(label: "test")
         let queue = CommitQueue(store: store, logger: logger)
@@ -47,31 +51,98 @@ struct StorageFailureTests {
             queue.finish()
             committer.cancel()
         }
+        try await body(
+            try Database(name: "test", store: store, commits: queue, metrics: ServerMetrics(), logger: logger), store)
+    }
+
+    @Test func aWriteTheStoreRefusesIsRolledBackInMemoryAndForListeners() async throws {
+        try await Self.withFailingDatabase { database, _ in
+            let listener = RecordingSubscriber()
+            await database.listen(
+                listener, path: "broken", params: .default, queryID: "default", tag: nil, hash: nil)
+
+            guard case .ok = await Self.set(database, "kept", 1) else { Issue.record("a good write failed"); return }
+            guard case .rejected(let error) = await Self.set(database, "broken/x", 2) else {
+                Issue.record("the store's failure was not reported")
+                return
+            }
+            #expect(error.status == "storage_error")
+
+            // Memory goes back to what is durable; the good write stays.
+            var reverted = false
+            for _ in 0..<100 where !reverted {
+                reverted = await database.read("broken", params: .default).isEmpty
+                if !reverted { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(reverted, "the refused write is still visible in memory")
+            #expect(await database.read("kept", params: .default) == Node(.number(1)))
+            // The listen's first push is the location's value; pushes go out only once durable, so the
+            // listener never saw 2; after the reload it is told the location's value again.
+            #expect(listener.pushes.withLock { $0 } == [.null, .null])
+
+            // Writes are accepted again once memory is back.
+            guard case .ok = await Self.set(database, "kept", 3) else { Issue.record("writes stayed refused"); return }
+        }
+    }
+
+    /// Rules are stored before they are used: rules the store refuses never take effect.
+    @Test func rulesTheStoreRefusesDoNotTakeEffect() async throws {
+        let store = FailingStore()
+        let logger = Logger(label: "test")
+        let queue = CommitQueue(store: store, logger: logger)
         let database = try Database(
             name: "test", store: store, commits: queue, metrics: ServerMetrics(), logger: logger)
-        let listener = RecordingSubscriber()
-        _ = await database.listen(listener, path: "broken", params: .default, queryID: "default", tag: nil, hash: nil)
-
-        guard case .ok = await Self.set(database, "kept", 1) else { Issue.record("a good write failed"); return }
-        guard case .rejected(let error) = await Self.set(database, "broken/x", 2) else {
-            Issue.record("the store's failure was not reported")
-            return
+        let good: JSONValue = ["rules": [".read": true, ".write": false]]
+        let refused: JSONValue = ["rules": ["broken": [".read": false]]]
+        for document in [good, refused] {
+            let failure: (any Error)? = await withCheckedContinuation { continuation in
+                Task { await database.setRules(document) { continuation.resume(returning: $0) } }
+            }
+            #expect((failure == nil) == (document == good))
         }
-        #expect(error.status == "storage_error")
+        #expect(await database.rules == good)
+        #expect(try store.setting("rules") == good)
+    }
 
-        // Memory goes back to what is durable; the good write stays.
-        var reverted = false
-        for _ in 0..<100 where !reverted {
-            reverted = await database.read("broken", params: .default).isEmpty
-            if !reverted { try await Task.sleep(for: .milliseconds(50)) }
+    /// Writes applied after one the store refused were computed from it: they fail too, so the disk
+    /// holds a prefix of what memory applied, and memory comes back to exactly that.
+    @Test func writesAfterAFailedOneFailTooAndMemoryMatchesTheDisk() async throws {
+        try await Self.withFailingDatabase { database, store in
+            let outcomes = Mutex<[String: WriteOutcome]>([:])
+            for (name, value) in [("kept", 1), ("broken/x", 2), ("after", 3)] {
+                await database.set(Path(name), json: .number(Double(value))) { outcome in
+                    outcomes.withLock { $0[name] = outcome }
+                }
+            }
+            while outcomes.withLock({ $0.count }) < 3 { try await Task.sleep(for: .milliseconds(5)) }
+            let results = outcomes.withLock { $0 }
+            #expect(results["kept"] == .ok(value: Node(.number(1))))
+            for name in ["broken/x", "after"] {
+                guard case .rejected(let error)? = results[name] else {
+                    Issue.record("\(name): \(String(describing: results[name]))")
+                    continue
+                }
+                #expect(error.status == "storage_error")
+                #expect(!error.message.contains("DiskFull"), "the client is told the store's internals: \(error)")
+            }
+            var recovered = false
+            for _ in 0..<100 where !recovered {
+                recovered = await database.read("after", params: .default).isEmpty
+                if !recovered { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(recovered, "a write that was never stored is still in memory")
+            #expect(try store.loadTree() == (try Node(json: ["kept": 1])))
+            // Once memory matches the disk again, writes are stored again.
+            var stored = false
+            for _ in 0..<100 where !stored {
+                if case .ok = await Self.set(database, "after", 4) {
+                    stored = true
+                } else {
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+            }
+            #expect(stored)
+            #expect(try store.loadTree() == (try Node(json: ["kept": 1, "after": 4])))
         }
-        #expect(reverted, "the refused write is still visible in memory")
-        #expect(await database.read("kept", params: .default) == Node(.number(1)))
-        // Pushes go out only once durable, so the listener never saw 2; after the reload it is told
-        // the location's value again.
-        #expect(listener.pushes.withLock { $0 } == [.null])
-
-        // Writes are accepted again once memory is back.
-        guard case .ok = await Self.set(database, "kept", 3) else { Issue.record("writes stayed refused"); return }
     }
 }
