@@ -41,12 +41,12 @@ extension CanopyServer {
             return Self.error(.badRequest, error.description)
         }
         let subscriber = EventStreamSubscriber(location: rest.path)
-        let listen = await database.listen(
+        await database.listen(
             subscriber, path: rest.path, params: params, queryID: params.queryIdentifier, tag: nil, hash: nil)
-        if let push = listen.push { subscriber.deliver(push) }
         metrics.connections.increment()
+        connections.streamStarted(subscriber)
         let keepalive = configuration.sseKeepaliveInterval
-        let metrics = metrics
+        let (metrics, connections) = (metrics, connections)
         var headers = HTTPFields()
         headers[.contentType] = "text/event-stream; charset=utf-8"
         headers[.cacheControl] = "no-cache"
@@ -60,6 +60,7 @@ extension CanopyServer {
             defer {
                 ticker.cancel()
                 subscriber.finish()
+                connections.streamEnded(subscriber)
                 metrics.connections.decrement()
                 Task { await database.removeSubscriber(subscriber.subscriberID) }
             }

@@ -21,6 +21,7 @@ public struct CanopyServer: Sendable {
     public let metrics: ServerMetrics
     let databases: DatabaseRegistry
     let sessions = SessionRegistry()
+    let connections = OpenConnections()
     let logger: Logger
     private let boundPort = BoundPort()
 
@@ -60,21 +61,34 @@ public struct CanopyServer: Sendable {
         )
     }
 
-    /// Runs until cancelled or, with `handleSignals`, until SIGINT/SIGTERM; then stops accepting
-    /// connections, finishes in-flight requests and commits everything queued.
+    /// Runs until cancelled or, with `handleSignals`, until SIGINT/SIGTERM; then shuts down
+    /// gracefully, within ``ServerConfiguration/shutdownTimeout``:
+    ///
+    /// 1. event streams end and no new one starts;
+    /// 2. the listener stops accepting, realtime connections are closed (`going away`) and in-flight
+    ///    requests finish;
+    /// 3. once every closed connection handed its onDisconnect writes to its database, everything
+    ///    queued is committed.
+    ///
+    /// Past the timeout the remaining steps are cancelled; what the commit queues hold is still
+    /// committed before this returns.
     public func run(
         handleSignals: Bool = false, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
         let application = makeApplication(onRunning: onRunning)
-        let group = ServiceGroup(
-            configuration: .init(
-                services: [
-                    .init(service: DatabaseService(registry: databases)),
-                    .init(service: application),
-                ],
-                gracefulShutdownSignals: handleSignals ? [.sigterm, .sigint] : [],
-                logger: logger))
-        try await group.run()
+        // A service group shuts its services down in reverse order, each after the one behind it.
+        var group = ServiceGroupConfiguration(
+            services: [
+                .init(service: DatabaseService(registry: databases, connections: connections, logger: logger)),
+                .init(service: application),
+                .init(service: StreamClosingService(connections: connections, logger: logger)),
+            ],
+            gracefulShutdownSignals: handleSignals ? [.sigterm, .sigint] : [],
+            logger: logger)
+        group.maximumGracefulShutdownDuration = configuration.shutdownTimeout
+        group.maximumCancellationDuration = .seconds(5)
+        try await ServiceGroup(configuration: group).run()
+        logger.info("canopy-server stopped")
     }
 
     static func queryParameters(of target: String) -> [String: String] {

@@ -42,14 +42,15 @@ actor DatabaseRegistry {
                 if !configuration.createsNamespaces, !FileManager.default.fileExists(atPath: file) {
                     throw LookupError.unknown(name)
                 }
-                store = try SQLiteServerStore(path: file, durability: configuration.fsync ? .full : .normal)
+                store = try SQLiteServerStore(
+                    path: file, durability: configuration.fsync ? .full : .normal, logger: logger)
             } else {
                 store = InMemoryServerStore()
             }
         } catch let error as LookupError {
             throw error
         } catch {
-            throw .storage("\(error)")
+            throw storageFailure(name, error)
         }
         let metrics = metrics
         let queue = CommitQueue(store: store, logger: logger) { writes in
@@ -59,13 +60,20 @@ actor DatabaseRegistry {
         do {
             database = try Database(name: name, store: store, commits: queue, metrics: metrics, logger: logger)
         } catch {
-            throw .storage("\(error)")
+            throw storageFailure(name, error)
         }
         committers.append(Task { await queue.run() })
         queues.append(queue)
         databases[name] = database
         logger.info("opened database", metadata: ["namespace": "\(name)"])
         return database
+    }
+
+    /// Logs why namespace `name` could not be opened and returns what its clients are told (no
+    /// file names).
+    private func storageFailure(_ name: String, _ error: any Error) -> LookupError {
+        logger.error("could not open database", metadata: ["namespace": "\(name)", "error": "\(error)"])
+        return .storage((error as? StoreError)?.clientMessage ?? "the database could not be opened")
     }
 
     /// Commits everything queued, then stops the committers.
@@ -77,12 +85,36 @@ actor DatabaseRegistry {
     }
 }
 
-/// Keeps the committers running until graceful shutdown, then flushes them.
+/// Keeps the committers running until graceful shutdown, then flushes them once every realtime
+/// connection handed over its onDisconnect writes.
 struct DatabaseService: Service {
     let registry: DatabaseRegistry
+    let connections: OpenConnections
+    let logger: Logger
 
     func run() async throws {
         try? await gracefulShutdown()
+        let open = connections.realtimeCount
+        if open > 0 {
+            logger.info(
+                "waiting for closed connections to hand over their onDisconnect writes",
+                metadata: ["connections": "\(open)"])
+            await connections.realtimeDrained()
+        }
         await registry.shutdown()
+        logger.info("committed every queued write")
+    }
+}
+
+/// Ends every REST event stream when graceful shutdown begins: a stream never ends by itself, so
+/// the HTTP server would otherwise wait for it for good.
+struct StreamClosingService: Service {
+    let connections: OpenConnections
+    let logger: Logger
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        logger.info("shutting down: ending event streams and closing connections")
+        connections.endStreams()
     }
 }

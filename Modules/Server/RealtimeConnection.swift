@@ -73,6 +73,7 @@ final class RealtimeConnection: Subscriber {
     /// A reconnect naming its previous session (`ls`) ends that session first.
     func open(parameters: [String: String]) {
         server.metrics.connections.increment()
+        server.connections.realtimeOpened()
         send(
             .hello(
                 timestamp: Int64(Database.now()), version: "5", host: server.advertisedHost, sessionID: sessionID))
@@ -84,7 +85,13 @@ final class RealtimeConnection: Subscriber {
             } catch {
                 send(.error("unknown or invalid namespace \"\(namespace)\""))
                 closeAfterPendingMessages()
-                inbox.withLock { $0.queue.removeAll() }
+                // Requests go unanswered; a close that already arrived must still be handled.
+                inbox.withLock { inbox in
+                    inbox.queue.removeAll {
+                        if case .message = $0 { return true }
+                        return false
+                    }
+                }
                 await drain(database: nil)
                 return
             }
@@ -130,6 +137,7 @@ final class RealtimeConnection: Subscriber {
                     server.metrics.connections.decrement()
                     server.sessions.remove(self)
                     if let database { await CanopyServer.disconnect(self, from: database) }
+                    server.connections.realtimeClosed()
                     // Nothing more is read after the close; the inbox stays "draining" for good.
                     return
                 }

@@ -21,6 +21,9 @@ public struct ServerConfiguration: Sendable {
     public var maxPendingOutboundBytes: Int = 64 * 1024 * 1024
     /// Whether commits are fsynced (survive power loss) or only written (survive a process crash).
     public var fsync: Bool = true
+    /// Longest a graceful shutdown waits for connections to close and hand over their onDisconnect
+    /// writes before it cancels what is left (queued commits are still written).
+    public var shutdownTimeout: Duration = .seconds(10)
 
     public init() {}
 }

@@ -50,7 +50,14 @@ extension TestServer {
 
     /// Opens an event stream (`GET` with `Accept: text/event-stream`) at `target`.
     public func eventStream(_ target: String, headers: [(String, String)] = []) async throws -> EventStreamReader {
-        let request = Self.makeRequest(
+        try await Self.eventStream(baseURL: baseURL, target, headers: headers)
+    }
+
+    /// Opens an event stream at `baseURL + target` (any server, for example a ``ServerProcess``).
+    public static func eventStream(
+        baseURL: String, _ target: String, headers: [(String, String)] = []
+    ) async throws -> EventStreamReader {
+        let request = makeRequest(
             baseURL + target, .GET, headers: [("Accept", "text/event-stream")] + headers, body: nil)
         let response = try await HTTPClient.shared.execute(request, timeout: .minutes(10))
         return EventStreamReader(response: response)

@@ -5,9 +5,6 @@ import Testing
 import Transport
 import Tree
 
-/// The `canopy-server` built next to the tests, if any.
-private let serverExecutable = ServerProcess.locateExecutable()
-
 /// The real `canopy-server` process, killed with SIGKILL (or stopped with SIGTERM) while clients
 /// write: every write it acknowledged must be there after a restart on the same folder.
 ///

@@ -25,6 +25,10 @@ func withClients(
     }
 }
 
+/// The `canopy-server` built next to the tests, if any (suites that run the real binary are
+/// skipped without it).
+let serverExecutable = ServerProcess.locateExecutable()
+
 /// Parses JSON text written in a test.
 func json(_ text: String) throws -> JSONValue {
     try JSONValue(parsing: text)
