@@ -148,7 +148,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PersistenceTests",
-            dependencies: ["Tree", "Persistence"],
+            dependencies: ["Tree", "Persistence", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -170,7 +170,8 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "CanopyTesting", "CanopyServer", "Persistence", "Transport", "Tree", "Query",
+                "CanopyTesting", "CanopyServer", "Persistence", "Presence", "Transport", "Tree", "Query",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
