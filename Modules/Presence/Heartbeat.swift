@@ -1,16 +1,22 @@
 /// How the server tells a live peer from a vanished one, for one connection.
 ///
-/// The server calls ``beat()`` every ``interval`` and pings the peer when it says so; any frame
-/// from the peer (a pong included) counts as ``heard()``. A peer that sent nothing for two whole
-/// intervals is to be closed, so one that vanishes is detected at most ``detectionBound`` after its
-/// last frame; its onDisconnect operations run then.
+/// The server calls ``check(at:)`` every ``checkInterval`` (a quarter of ``interval``) with the
+/// time since the connection opened, and reports each frame from the peer (a pong included) with
+/// ``heard(at:)``. It pings the peer once per ``interval``; a peer that sent nothing for almost two
+/// intervals is to be closed, so one that vanishes is detected at most ``detectionBound`` after
+/// its last frame, and never before a whole ``interval`` of silence. Its onDisconnect operations
+/// run then.
 ///
 /// ```swift
 /// var heartbeat = Heartbeat(interval: .seconds(20))
-/// heartbeat.beat()    // .ping
-/// heartbeat.beat()    // .ping: silent for one interval
-/// heartbeat.beat()    // .close: silent for two
+/// heartbeat.heard(at: .seconds(1))
+/// heartbeat.check(at: .seconds(20))    // .ping
+/// heartbeat.check(at: .seconds(25))    // nil: nothing to do
+/// heartbeat.check(at: .seconds(40))    // .close: silent for 39 s (limit: 2 intervals less one check)
 /// ```
+///
+/// ``beat()`` and ``heard()`` serve callers that only step whole intervals and do not know when a
+/// frame came; use them or the timed calls, not both.
 public struct Heartbeat: Sendable {
     public enum Action: Sendable, Equatable {
         case ping
@@ -18,21 +24,49 @@ public struct Heartbeat: Sendable {
     }
 
     public let interval: Duration
-    private var heardSinceLastBeat = true
-    private var silentBeats = 0
+    /// Times are durations since the connection opened, which counts as heard.
+    private var lastHeard: Duration = .zero
+    private var lastPing: Duration = .zero
+    private var steps = 0
+    private var heardSinceLastStep = true
 
     public init(interval: Duration = .seconds(20)) { self.interval = interval }
 
     /// The longest time between a peer's last frame and the server noticing it is gone.
     public var detectionBound: Duration { interval * 2 }
 
-    /// The peer sent a frame.
-    public mutating func heard() { heardSinceLastBeat = true }
+    /// How often ``check(at:)`` must be called for ``detectionBound`` to hold.
+    public var checkInterval: Duration { interval / 4 }
+
+    /// The silence after which a peer is gone: one check short of the bound, because the check
+    /// that sees the silence may come up to one ``checkInterval`` after it began to exceed it.
+    private var silenceLimit: Duration { detectionBound - checkInterval }
+
+    /// The peer sent a frame at `time` (since the connection opened).
+    public mutating func heard(at time: Duration) {
+        if time > lastHeard { lastHeard = time }
+    }
+
+    /// What to do at `time` (since the connection opened); `nil` when nothing is due.
+    public mutating func check(at time: Duration) -> Action? {
+        if time - lastHeard >= silenceLimit { return .close }
+        guard time - lastPing >= interval else { return nil }
+        lastPing = time
+        return .ping
+    }
+
+    /// The peer sent a frame at some time since the last ``beat()``.
+    public mutating func heard() { heardSinceLastStep = true }
 
     /// One interval passed: what to do now.
+    ///
+    /// A frame reported by ``heard()`` counts as heard at this beat, the latest it may have come,
+    /// so stepping never closes a peer early; it may close one up to an interval late.
     public mutating func beat() -> Action {
-        silentBeats = heardSinceLastBeat ? 0 : silentBeats + 1
-        heardSinceLastBeat = false
-        return silentBeats >= 2 ? .close : .ping
+        steps += 1
+        let now = interval * steps
+        if heardSinceLastStep { heard(at: now) }
+        heardSinceLastStep = false
+        return check(at: now) ?? .ping
     }
 }

@@ -8,8 +8,10 @@ import Transport
 /// its ``RealtimeConnection``, answers control frames, and runs the heartbeat.
 ///
 /// The ``Heartbeat`` pings the peer every ``ServerConfiguration/heartbeatInterval``; a peer that
-/// sent nothing (not even a pong) for two whole intervals is treated as gone and its connection
-/// closed, which runs its onDisconnect writes.
+/// sent nothing (not even a pong) for two intervals is treated as gone and its connection closed,
+/// which runs its onDisconnect writes. A socket the peer closed or reset ends the connection at
+/// once. A peer that breaks RFC 6455 (see ``WebSocketViolation``) is sent a close frame with the
+/// matching code, and nothing it sent after the violation is handled.
 final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
@@ -20,6 +22,10 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
     private var assembler: FrameAssembler
     private var heartbeat: Heartbeat
     private var heartbeatTask: RepeatedTask?
+    /// The heartbeat's times count from here.
+    private let opened = NIODeadline.now()
+    /// Set once the connection is being failed: later frames are dropped.
+    private var failed = false
 
     init(server: CanopyServer, parameters: [String: String]) {
         self.server = server
@@ -33,14 +39,24 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
             context.close(promise: nil)
             return
         }
+        // The validator must see each frame before the aggregator joins fragments, which drops
+        // their reserved bits and masks.
+        let aggregator = try? context.pipeline.syncOperations.handler(type: NIOWebSocketFrameAggregator.self)
+        do {
+            try context.pipeline.syncOperations.addHandler(
+                WebSocketFrameValidator(), position: aggregator.map { .before($0) } ?? .before(self))
+        } catch {
+            context.close(promise: nil)
+            return
+        }
         let connection = RealtimeConnection(
             channel: context.channel, framedOutput: NIOLoopBound(encoder, eventLoop: context.eventLoop), server: server)
         self.connection = connection
         connection.open(parameters: parameters)
-        let interval = TimeAmount(heartbeat.interval)
+        let tick = TimeAmount(heartbeat.checkInterval)
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
-        heartbeatTask = context.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in
-            bound.value.handler.beat(context: bound.value.context)
+        heartbeatTask = context.eventLoop.scheduleRepeatedTask(initialDelay: tick, delay: tick) { _ in
+            bound.value.handler.checkHeartbeat(context: bound.value.context)
         }
     }
 
@@ -49,22 +65,32 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
         heartbeatTask = nil
     }
 
-    private func beat(context: ChannelHandlerContext) {
-        switch heartbeat.beat() {
-        case .close:
+    /// The time since the connection opened, as the heartbeat counts it.
+    private var elapsed: Duration { .nanoseconds((NIODeadline.now() - opened).nanoseconds) }
+
+    private func checkHeartbeat(context: ChannelHandlerContext) {
+        switch heartbeat.check(at: elapsed) {
+        case .close?:
             context.close(promise: nil)
-        case .ping:
+        case .ping?:
             context.writeAndFlush(
                 wrapOutboundOut(WebSocketFrame(fin: true, opcode: .ping, data: ByteBuffer())), promise: nil)
+        case nil:
+            break
         }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !failed else { return }
         let frame = unwrapInboundIn(data)
-        heartbeat.heard()
+        heartbeat.heard(at: elapsed)
         switch frame.opcode {
         case .text:
-            receive(frame.unmaskedText, context: context)
+            guard let text = frame.unmaskedText else {
+                fail(.invalidUTF8, context: context)
+                return
+            }
+            receive(text, context: context)
         case .ping:
             let pong = WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)
             context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
@@ -95,9 +121,16 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is ChannelShouldQuiesceEvent {
+        switch event {
+        case is ChannelShouldQuiesceEvent:
             connection?.closeAfterPendingMessages(code: .goingAway)
-        } else {
+        case let channelEvent as ChannelEvent where channelEvent == .inputClosed:
+            // The server's channels allow half-closure (for HTTP), so a peer's FIN arrives here
+            // rather than closing the channel. A WebSocket peer that stopped sending without a
+            // close frame is gone (an app killed by its kernel): end the connection now, not
+            // when the heartbeat notices.
+            context.close(promise: nil)
+        default:
             context.fireUserInboundEventTriggered(event)
         }
     }
@@ -112,6 +145,43 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         server.logger.debug("realtime connection error", metadata: ["error": "\(error)"])
-        context.close(promise: nil)
+        switch error {
+        case let violation as WebSocketViolation:
+            fail(violation, context: context)
+        case let aggregation as NIOWebSocketFrameAggregator.Error:
+            fail(code: Self.closeCode(for: aggregation), context: context)
+        case is NIOWebSocketError:
+            // NIO's `WebSocketProtocolErrorHandler` has sent the close frame and closes the
+            // channel once it is written.
+            failed = true
+        default:
+            context.close(promise: nil)
+        }
+    }
+
+    private func fail(_ violation: WebSocketViolation, context: ChannelHandlerContext) {
+        server.logger.debug("failing a realtime connection", metadata: ["violation": "\(violation)"])
+        fail(code: violation.closeCode, context: context)
+    }
+
+    /// Sends what is queued, then a close frame with `code`, then closes the socket; later frames
+    /// are dropped.
+    private func fail(code: WebSocketErrorCode, context: ChannelHandlerContext) {
+        guard !failed else { return }
+        failed = true
+        if let connection {
+            connection.closeAfterPendingMessages(code: code)
+        } else {
+            context.close(promise: nil)
+        }
+    }
+
+    private static func closeCode(for error: NIOWebSocketFrameAggregator.Error) -> WebSocketErrorCode {
+        switch error {
+        case .accumulatedFrameSizeIsTooLarge, .tooManyFragments: .messageTooLarge
+        case .nonFinalFragmentSizeIsTooSmall, .receivedNewFrameWithoutFinishingPrevious,
+            .didReceiveFragmentBeforeReceivingTextOrBinaryFrame:
+            .protocolError
+        }
     }
 }

@@ -254,11 +254,13 @@ final class SessionRegistry: Sendable {
         _ = sessions.withLock { $0.removeValue(forKey: connection.sessionID) }
     }
 
-    /// Ends session `id`: runs its onDisconnect writes now and stops its listens.
+    /// Ends session `id`: runs its onDisconnect writes now, stops its listens and closes it.
+    ///
+    /// It is closed with a plain close frame, not control `s`: the official clients take `s` as
+    /// "shut down for good" and stop reconnecting, which would stop the newer connection too.
     func end(_ id: String) async {
         guard let (connection, database) = sessions.withLock({ $0.removeValue(forKey: id) }) else { return }
         await CanopyServer.disconnect(connection, from: database)
-        connection.send(.shutdown(reason: "replaced by a newer connection of the same client"))
         connection.closeAfterPendingMessages(code: .goingAway)
     }
 }

@@ -41,7 +41,9 @@ struct PresenceTests {
     }
 
     @Test func aSilentPeerIsDetectedByTheHeartbeatAndItsOperationsRun() async throws {
-        try await withClients(1, configure: { $0.heartbeatInterval = .seconds(1) }) { server, clients in
+        // 2 s, not less: a live client must answer each ping within about 3/4 of an interval, which
+        // a client starved by a busy machine may miss with shorter intervals.
+        try await withClients(1, configure: { $0.heartbeatInterval = .seconds(2) }) { server, clients in
             let observer = clients[0]
             let client = try await RealtimeTestClient.connect(to: server)
             try await client.put("presence/ada", "online")
@@ -50,7 +52,7 @@ struct PresenceTests {
 
             try await client.vanish()
             let vanished = ContinuousClock.now
-            // Heartbeat 1 s: detected within two intervals; 6 s is a generous functional bound.
+            // Heartbeat 2 s: detected within two intervals; 6 s is a generous functional bound.
             let push = try await observer.nextPush(timeout: .seconds(20))
             let elapsed = ContinuousClock.now - vanished
             #expect(push == .overwrite(path: "presence/ada", data: "offline", tag: nil))
@@ -76,13 +78,13 @@ struct PresenceTests {
     }
 
     @Test func aLiveClientIsNotDroppedByTheHeartbeat() async throws {
-        try await withClients(1, configure: { $0.heartbeatInterval = .seconds(1) }) { server, clients in
+        try await withClients(1, configure: { $0.heartbeatInterval = .seconds(2) }) { server, clients in
             let observer = clients[0]
             let client = try await RealtimeTestClient.connect(to: server)
             try await client.put("presence/bob", "online")
             try await client.requestOK(.onDisconnectPut(path: "presence/bob", data: "offline"))
-            // Several heartbeat intervals (1 s) pass; the client answers the pings while reading.
-            try await Task.sleep(for: .milliseconds(3500))
+            // Several heartbeat intervals (2 s) pass; the client answers the pings while reading.
+            try await Task.sleep(for: .milliseconds(7000))
             #expect(!client.isClosed)
             #expect(try await observer.get("presence/bob") == "online")
             try await client.put("presence/bob", "still here")
@@ -91,28 +93,61 @@ struct PresenceTests {
         }
     }
 
-    @Test func aNewConnectionNamingTheOldSessionRunsItsOperationsFirst() async throws {
+    @Test func aNewConnectionNamingTheOldSessionRunsItsOperationsFirstAndClosesItPlainly() async throws {
         try await withClients(1) { server, clients in
             let observer = clients[0]
-            let old = try await RealtimeTestClient.connect(to: server)
-            try await old.put("x", "before")
-            try await old.requestOK(.onDisconnectPut(path: "x", data: "old"))
+            let old = try await RawWebSocket.connect(to: server)
+            #expect(try await old.requestStatus(.put(path: "x", data: "before", hash: nil)) == "ok")
+            #expect(try await old.requestStatus(.onDisconnectPut(path: "x", data: "old")) == "ok")
 
-            let new = try await RealtimeTestClient.connect(to: server, lastSession: old.hello.sessionID)
+            let new = try await RealtimeTestClient.connect(to: server, lastSession: old.sessionID)
+            // The old session's operations ran before the new one's first request was handled.
+            #expect(try await new.get("x") == "old")
             try await new.put("x", "new")
             #expect(try await observer.get("x") == "new")
 
-            // The server tells the old connection to shut down (clients then close it); its
-            // operations do not run a second time when it closes.
-            _ = try await old.next {
-                if case .shutdown = $0 { return true }
-                return false
-            }
-            await old.close()
-            // Only the observer and the new connection are left once the old one is fully gone.
+            // The old connection gets a plain close frame, never control `s`: the official
+            // clients take `s` as "shut down for good" and would stop reconnecting.
+            #expect(try await old.closeCode() != nil)
+            #expect(try await old.waitForEnd())
+            let messages = old.texts.compactMap { try? ServerMessage(json: try JSONValue(parsing: $0)) }
+            #expect(messages.count == old.texts.count, "undecodable frames: \(old.texts)")
+            #expect(!messages.contains { if case .shutdown = $0 { true } else { false } }, "\(old.texts)")
+            // Its operations do not run a second time once it is gone.
             #expect(await server.waitForOpenConnections(2))
             #expect(try await observer.get("x") == "new")
             await new.close()
+        }
+    }
+
+    /// How a peer's socket ends without a WebSocket close frame.
+    enum SocketEnd: String, CaseIterable, Sendable {
+        /// `shutdown(SHUT_WR)`: a FIN, the socket still open for reading.
+        case halfClose
+        /// `close()`, as the kernel does for a killed app: a FIN.
+        case close
+        /// `close()` with `SO_LINGER` 0: a reset.
+        case reset
+    }
+
+    @Test(arguments: SocketEnd.allCases)
+    func aSocketEndedWithoutACloseFrameRunsItsOperationsAtOnce(_ end: SocketEnd) async throws {
+        // A 60 s heartbeat: only the socket's end can make the operations run within the wait below.
+        try await withClients(1, configure: { $0.heartbeatInterval = .seconds(60) }) { server, clients in
+            let observer = clients[0]
+            let peer = try await RawWebSocket.connect(to: server)
+            #expect(try await peer.requestStatus(.put(path: "presence/dee", data: "online", hash: nil)) == "ok")
+            #expect(try await peer.requestStatus(.onDisconnectPut(path: "presence/dee", data: "offline")) == "ok")
+            try await observer.listen("presence/dee")
+
+            switch end {
+            case .halfClose: peer.shutdownSending()
+            case .close: peer.closeAbruptly()
+            case .reset: peer.closeAbruptly(reset: true)
+            }
+            let push = try await observer.nextPush(timeout: .seconds(10))
+            #expect(push == .overwrite(path: "presence/dee", data: "offline", tag: nil))
+            #expect(await server.waitForOpenConnections(1))
         }
     }
 

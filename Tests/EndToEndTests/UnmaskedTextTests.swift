@@ -24,11 +24,27 @@ struct UnmaskedTextTests {
         #expect(unmasked.unmaskedText == text)
     }
 
-    @Test func repairsInvalidUTF8AsStringFromBufferDoes() throws {
+    @Test(
+        arguments: [
+            [0x61, 0xFF, 0x62, 0xC3, 0x28, 0x63, 0x64, 0x65, 0x66, 0xE2],
+            // A truncated four-byte sequence: repaired, it is one U+FFFD of the same length.
+            [0x61, 0xF0, 0x9F, 0x98, 0x62],
+            [0xED, 0xA0, 0x80],
+            [0xC3],
+        ] as [[UInt8]])
+    func refusesInvalidUTF8(bytes: [UInt8]) throws {
         let key = try #require(WebSocketMaskingKey([1, 2, 3, 4]))
-        var masked = ByteBuffer(bytes: [0x61, 0xFF, 0x62, 0xC3, 0x28, 0x63, 0x64, 0x65, 0x66, 0xE2])
+        var masked = ByteBuffer(bytes: bytes)
         masked.webSocketMask(key)
-        let frame = WebSocketFrame(fin: true, opcode: .text, maskKey: key, data: masked)
-        #expect(frame.unmaskedText == String(buffer: frame.unmaskedData))
+        #expect(WebSocketFrame(fin: true, opcode: .text, maskKey: key, data: masked).unmaskedText == nil)
+        #expect(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(bytes: bytes)).unmaskedText == nil)
+    }
+
+    @Test func keepsAReplacementCharacterTheClientSent() throws {
+        let key = try #require(WebSocketMaskingKey([9, 8, 7, 6]))
+        let text = "a\u{FFFD}b \u{F8FF}"
+        var masked = ByteBuffer(string: text)
+        masked.webSocketMask(key)
+        #expect(WebSocketFrame(fin: true, opcode: .text, maskKey: key, data: masked).unmaskedText == text)
     }
 }

@@ -41,3 +41,69 @@ struct DisconnectOperationsTests {
         #expect(operations.takeAll().isEmpty)
     }
 }
+
+/// The timed heartbeat, driven by injected times as the server drives it by its clock.
+struct TimedHeartbeatTests {
+    /// Checks `heartbeat` every check interval from `start` until it says close; returns when.
+    static func closingTime(of heartbeat: inout Heartbeat, checkingFrom start: Duration) -> Duration? {
+        var time = start
+        while time < heartbeat.interval * 10 {
+            if heartbeat.check(at: time) == .close { return time }
+            time += heartbeat.checkInterval
+        }
+        return nil
+    }
+
+    @Test func aPeerWhoseLastFrameFollowsACheckIsClosedWithinTwoIntervals() throws {
+        let interval = Duration.seconds(2)
+        var heartbeat = Heartbeat(interval: interval)
+        let lastFrame = heartbeat.checkInterval * 3 + .milliseconds(1)
+        var time = heartbeat.checkInterval
+        while time < lastFrame {
+            #expect(heartbeat.check(at: time) != .close)
+            time += heartbeat.checkInterval
+        }
+        heartbeat.heard(at: lastFrame)
+        let closed = try #require(Self.closingTime(of: &heartbeat, checkingFrom: time))
+        #expect(closed - lastFrame <= heartbeat.detectionBound, "closed \(closed - lastFrame) after the last frame")
+        #expect(closed - lastFrame > interval, "closed after only \(closed - lastFrame) of silence")
+    }
+
+    @Test(arguments: [0, 1, 250, 499, 500, 501, 999])
+    func detectionStaysWithinTheBoundWhereverTheLastFrameLands(offsetMilliseconds: Int) throws {
+        var heartbeat = Heartbeat(interval: .seconds(2))
+        let lastFrame = Duration.seconds(1) + .milliseconds(offsetMilliseconds)
+        var time = heartbeat.checkInterval
+        while time < lastFrame {
+            _ = heartbeat.check(at: time)
+            time += heartbeat.checkInterval
+        }
+        heartbeat.heard(at: lastFrame)
+        let closed = try #require(Self.closingTime(of: &heartbeat, checkingFrom: time))
+        #expect(closed - lastFrame <= heartbeat.detectionBound)
+        #expect(closed - lastFrame > heartbeat.interval)
+    }
+
+    @Test func aLivePeerIsPingedOncePerIntervalAndNeverClosed() {
+        var heartbeat = Heartbeat(interval: .seconds(1))
+        var pings: [Duration] = []
+        for step in 1...40 {
+            let time = heartbeat.checkInterval * step
+            let action = heartbeat.check(at: time)
+            #expect(action != .close, "closed a peer that answers every ping at \(time)")
+            if action == .ping {
+                pings.append(time)
+                heartbeat.heard(at: time + .milliseconds(100))
+            }
+        }
+        #expect(pings == (1...10).map { Duration.seconds($0) })
+    }
+
+    @Test func aFrameReportedLateDoesNotMoveTheLastFrameBack() {
+        var heartbeat = Heartbeat(interval: .seconds(1))
+        heartbeat.heard(at: .milliseconds(900))
+        heartbeat.heard(at: .milliseconds(100))
+        #expect(heartbeat.check(at: .milliseconds(2500)) != .close)
+        #expect(heartbeat.check(at: .milliseconds(2650)) == .close)
+    }
+}
