@@ -12,7 +12,8 @@ struct CanopyServerCommand: AsyncParsableCommand {
         discussion: """
             With no options it serves 127.0.0.1:9000 and keeps one SQLite database per namespace in \
             ./canopy-data. Every option can also be set through the environment variable named beside it.
-            """)
+            """,
+        version: CanopyServer.version)
 
     @Option(help: "Address to bind. (CANOPY_HOST)")
     var host: String = env("CANOPY_HOST") ?? "127.0.0.1"
@@ -23,7 +24,7 @@ struct CanopyServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("data"), help: "Folder for the SQLite databases. (CANOPY_DATA)")
     var dataDirectory: String = env("CANOPY_DATA") ?? "./canopy-data"
 
-    @Flag(help: "Keep data in memory only (nothing is written to disk).")
+    @Flag(help: "Keep data in memory only (nothing is written to disk). (CANOPY_IN_MEMORY=true)")
     var inMemory = false
 
     @Option(help: "Namespace for clients that name none. (CANOPY_DEFAULT_NAMESPACE)")
@@ -50,8 +51,11 @@ struct CanopyServerCommand: AsyncParsableCommand {
 
     @Flag(
         inversion: .prefixedNo,
-        help: "fsync every commit (survives power loss); without, commits survive a process crash only.")
-    var fsync = true
+        help: """
+            fsync every commit (survives power loss); without, commits survive a process crash only. \
+            (CANOPY_FSYNC=false)
+            """)
+    var fsync = envFlag("CANOPY_FSYNC") ?? true
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical. (CANOPY_LOG_LEVEL)")
     var logLevel: String = env("CANOPY_LOG_LEVEL") ?? "info"
@@ -65,6 +69,9 @@ struct CanopyServerCommand: AsyncParsableCommand {
             throw ValidationError("--max-pending-outbound-bytes must be at least 65536")
         }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
+        for name in ["CANOPY_IN_MEMORY", "CANOPY_FSYNC"] where env(name) != nil && envFlag(name) == nil {
+            throw ValidationError("\(name) must be true or false (or 1 or 0), not \"\(env(name) ?? "")\"")
+        }
     }
 
     func run() async throws {
@@ -73,7 +80,9 @@ struct CanopyServerCommand: AsyncParsableCommand {
         var configuration = ServerConfiguration()
         configuration.host = host
         configuration.port = port
-        configuration.dataDirectory = inMemory ? nil : dataDirectory
+        // Not the flag's default: ArgumentParser refuses a flag without inversion that defaults to true.
+        let keepInMemory = inMemory || envFlag("CANOPY_IN_MEMORY") == true
+        configuration.dataDirectory = keepInMemory ? nil : dataDirectory
         configuration.defaultNamespace = defaultNamespace
         configuration.heartbeatInterval = .milliseconds(Int(heartbeatInterval * 1000))
         configuration.sseKeepaliveInterval = .milliseconds(Int(sseKeepaliveInterval * 1000))
@@ -81,8 +90,24 @@ struct CanopyServerCommand: AsyncParsableCommand {
         configuration.maxPendingOutboundBytes = maxPendingOutboundBytes
         configuration.fsync = fsync
         let server = CanopyServer(configuration: configuration, logger: logger)
-        try await server.run(handleSignals: true)
+        do {
+            try await server.run(handleSignals: true)
+        } catch let error as StartupError {
+            // One line a new user can act on, not a stack of log metadata.
+            FileHandle.standardError.write(Data("canopy-server: \(error)\n".utf8))
+            throw ExitCode.failure
+        }
     }
 }
 
 private func env(_ name: String) -> String? { ProcessInfo.processInfo.environment[name] }
+
+/// A boolean environment variable: `true`/`1`/`yes`/`on` or `false`/`0`/`no`/`off`; `nil` when unset
+/// or anything else.
+private func envFlag(_ name: String) -> Bool? {
+    switch env(name)?.lowercased() {
+    case "true", "1", "yes", "on": true
+    case "false", "0", "no", "off": false
+    default: nil
+    }
+}

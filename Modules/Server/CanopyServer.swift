@@ -7,6 +7,12 @@ import ServiceLifecycle
 import Synchronization
 import UnixSignals
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The Canopy server: realtime WebSocket protocol, REST and event streams over HTTP, one SQLite
 /// database per namespace.
 ///
@@ -62,19 +68,28 @@ public struct CanopyServer: Sendable {
 
     /// Runs until cancelled or, with `handleSignals`, until SIGINT/SIGTERM; then stops accepting
     /// connections, finishes in-flight requests and commits everything queued.
+    ///
+    /// Throws ``StartupError`` when the data folder is unusable or the address is taken.
     public func run(
         handleSignals: Bool = false, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
+        try configuration.prepareDataDirectory()
         let application = makeApplication(onRunning: onRunning)
         let group = ServiceGroup(
             configuration: .init(
                 services: [
                     .init(service: DatabaseService(registry: databases)),
                     .init(service: application),
+                    .init(service: ShutdownNotice(logger: logger)),
                 ],
                 gracefulShutdownSignals: handleSignals ? [.sigterm, .sigint] : [],
                 logger: logger))
-        try await group.run()
+        do {
+            try await group.run()
+        } catch let error as IOError where error.errnoCode == EADDRINUSE {
+            throw StartupError.addressInUse(host: configuration.host, port: configuration.port)
+        }
+        logger.info("canopy-server stopped")
     }
 
     static func queryParameters(of target: String) -> [String: String] {
