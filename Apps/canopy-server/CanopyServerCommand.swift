@@ -12,7 +12,8 @@ struct CanopyServerCommand: AsyncParsableCommand {
         discussion: """
             With no options it serves 127.0.0.1:9000 and keeps one SQLite database per namespace in \
             ./canopy-data. Every option can also be set through the environment variable named beside it.
-            """)
+            """,
+        version: CanopyServer.version)
 
     @Option(help: "Address to bind. (CANOPY_HOST)")
     var host: String = env("CANOPY_HOST") ?? "127.0.0.1"
@@ -23,7 +24,7 @@ struct CanopyServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("data"), help: "Folder for the SQLite databases. (CANOPY_DATA)")
     var dataDirectory: String = env("CANOPY_DATA") ?? "./canopy-data"
 
-    @Flag(help: "Keep data in memory only (nothing is written to disk).")
+    @Flag(help: "Keep data in memory only (nothing is written to disk). (CANOPY_IN_MEMORY=true)")
     var inMemory = false
 
     @Option(help: "Namespace for clients that name none. (CANOPY_DEFAULT_NAMESPACE)")
@@ -50,8 +51,19 @@ struct CanopyServerCommand: AsyncParsableCommand {
 
     @Flag(
         inversion: .prefixedNo,
-        help: "fsync every commit (survives power loss); without, commits survive a process crash only.")
-    var fsync = true
+        help: """
+            fsync every commit (survives power loss); without, commits survive a process crash only. \
+            (CANOPY_FSYNC=false)
+            """)
+    var fsync = envFlag("CANOPY_FSYNC") ?? true
+
+    @Option(
+        help: """
+            Seconds a graceful shutdown (SIGTERM, SIGINT) waits for connections to close and hand over \
+            their onDisconnect writes before it cancels the rest; queued commits are still written. \
+            (CANOPY_SHUTDOWN_TIMEOUT)
+            """)
+    var shutdownTimeout: Double = env("CANOPY_SHUTDOWN_TIMEOUT").flatMap(Double.init) ?? 10
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical. (CANOPY_LOG_LEVEL)")
     var logLevel: String = env("CANOPY_LOG_LEVEL") ?? "info"
@@ -59,12 +71,16 @@ struct CanopyServerCommand: AsyncParsableCommand {
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard heartbeatInterval > 0 else { throw ValidationError("--heartbeat-interval must be positive") }
+        guard shutdownTimeout > 0 else { throw ValidationError("--shutdown-timeout must be positive") }
         guard sseKeepaliveInterval > 0 else { throw ValidationError("--sse-keepalive-interval must be positive") }
         guard maxMessageBytes >= 1024 else { throw ValidationError("--max-message-bytes must be at least 1024") }
         guard maxPendingOutboundBytes >= 65536 else {
             throw ValidationError("--max-pending-outbound-bytes must be at least 65536")
         }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
+        for name in ["CANOPY_IN_MEMORY", "CANOPY_FSYNC"] where env(name) != nil && envFlag(name) == nil {
+            throw ValidationError("\(name) must be true or false (or 1 or 0), not \"\(env(name) ?? "")\"")
+        }
     }
 
     func run() async throws {
@@ -73,16 +89,35 @@ struct CanopyServerCommand: AsyncParsableCommand {
         var configuration = ServerConfiguration()
         configuration.host = host
         configuration.port = port
-        configuration.dataDirectory = inMemory ? nil : dataDirectory
+        // Not the flag's default: ArgumentParser refuses a flag without inversion that defaults to true.
+        let keepInMemory = inMemory || envFlag("CANOPY_IN_MEMORY") == true
+        configuration.dataDirectory = keepInMemory ? nil : dataDirectory
         configuration.defaultNamespace = defaultNamespace
         configuration.heartbeatInterval = .milliseconds(Int(heartbeatInterval * 1000))
         configuration.sseKeepaliveInterval = .milliseconds(Int(sseKeepaliveInterval * 1000))
         configuration.maxMessageBytes = maxMessageBytes
         configuration.maxPendingOutboundBytes = maxPendingOutboundBytes
         configuration.fsync = fsync
+        configuration.shutdownTimeout = .milliseconds(Int(shutdownTimeout * 1000))
         let server = CanopyServer(configuration: configuration, logger: logger)
-        try await server.run(handleSignals: true)
+        do {
+            try await server.run(handleSignals: true)
+        } catch let error as StartupError {
+            // One line a new user can act on, not a stack of log metadata.
+            FileHandle.standardError.write(Data("canopy-server: \(error)\n".utf8))
+            throw ExitCode.failure
+        }
     }
 }
 
 private func env(_ name: String) -> String? { ProcessInfo.processInfo.environment[name] }
+
+/// A boolean environment variable: `true`/`1`/`yes`/`on` or `false`/`0`/`no`/`off`; `nil` when unset
+/// or anything else.
+private func envFlag(_ name: String) -> Bool? {
+    switch env(name)?.lowercased() {
+    case "true", "1", "yes", "on": true
+    case "false", "0", "no", "off": false
+    default: nil
+    }
+}

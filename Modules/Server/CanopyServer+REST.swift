@@ -1,17 +1,31 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOCore
 import Prometheus
 import Query
 import Tree
 
 extension CanopyServer {
-    /// Answers one REST request (`GET|PUT|PATCH|POST|DELETE /path.json`, `/health`, `/metrics`).
+    /// Answers one REST request (`GET|HEAD|PUT|PATCH|POST|DELETE /path.json`, `/health`, `/metrics`,
+    /// and CORS preflights), every answer readable by a browser page of any origin.
     func respond(to request: Request, context: BasicRequestContext) async throws -> Response {
         metrics.restRequests.increment()
+        var response = try await answer(request)
+        Self.allowCrossOrigin(&response.headers)
+        return response
+    }
+
+    private func answer(_ request: Request) async throws -> Response {
+        if request.method == .options { return Self.preflight(request) }
         switch request.uri.path {
-        case "/health": return Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: "ok\n")))
-        case "/metrics":
+        case "/health", "/metrics":
+            guard request.method == .get || request.method == .head else {
+                return Self.methodNotAllowed(request.method, allowed: "GET, HEAD, OPTIONS")
+            }
+            guard request.uri.path == "/metrics" else {
+                return Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: "ok\n")))
+            }
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4"
             return Response(
@@ -45,21 +59,56 @@ extension CanopyServer {
                 return await eventStream(rest, database: database)
             }
             return await read(rest, request: request, database: database)
+        case .head:
+            // The answer to a GET; NIO's encoder leaves out the body and keeps its length.
+            return await read(rest, request: request, database: database)
         case .put, .patch, .post:
             let json: JSONValue
             do {
-                let buffer = try await body.collectBody(upTo: configuration.maxMessageBytes)
-                json = try JSONValue(parsing: Data(buffer.readableBytesView))
-            } catch is TreeError {
-                return Self.error(.badRequest, "Invalid data; couldn't parse JSON object, array, or value.")
-            } catch {
-                return Self.error(.contentTooLarge, "Request body exceeds \(configuration.maxMessageBytes) bytes")
+                json = try await Self.jsonBody(of: &body, limit: configuration.maxMessageBytes)
+            } catch let refusal {
+                return refusal.response
             }
             return await write(request.method, json: json, rest: rest, request: request, database: database)
         case .delete:
             return await write(.delete, json: .null, rest: rest, request: request, database: database)
         default:
-            return Self.error(.methodNotAllowed, "Method \(request.method) is not allowed")
+            return Self.methodNotAllowed(request.method, allowed: HTTPRefusal.dataMethods)
+        }
+    }
+
+    /// Why a request body could not be read as JSON.
+    enum BodyRefusal: Error {
+        case tooLarge(limit: Int)
+        case malformed(any Error)
+        case notJSON
+
+        var response: Response {
+            switch self {
+            case .tooLarge(let limit): CanopyServer.error(.contentTooLarge, "Request body exceeds \(limit) bytes")
+            case .malformed(let error): CanopyServer.error(.badRequest, "Malformed request body: \(error)")
+            case .notJSON:
+                CanopyServer.error(.badRequest, "Invalid data; couldn't parse JSON object, array, or value.")
+            }
+        }
+    }
+
+    /// The request's body parsed as JSON.
+    private static func jsonBody(of request: inout Request, limit: Int) async throws(BodyRefusal) -> JSONValue {
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.collectBody(upTo: limit)
+        } catch is NIOTooManyBytesError {
+            throw .tooLarge(limit: limit)
+        } catch {
+            // A chunked body the decoder could not parse, for example (HTTPErrorHandler has
+            // already answered; this answer is for any other failure to read).
+            throw .malformed(error)
+        }
+        do {
+            return try JSONValue(parsing: Data(buffer.readableBytesView))
+        } catch {
+            throw .notJSON
         }
     }
 
@@ -156,7 +205,7 @@ extension CanopyServer {
     private func rules(_ request: Request, rest: RESTRequest, database: Database) async throws -> Response {
         var request = request
         switch request.method {
-        case .get:
+        case .get, .head:
             return Self.json(await database.rules, status: .ok, headers: [:], rest: rest)
         case .put:
             guard request.headers[.authorization] == "Bearer owner" else {
@@ -164,10 +213,9 @@ extension CanopyServer {
             }
             let document: JSONValue
             do {
-                let buffer = try await request.collectBody(upTo: configuration.maxMessageBytes)
-                document = try JSONValue(parsing: Data(buffer.readableBytesView))
-            } catch {
-                return Self.error(.badRequest, "Invalid data; couldn't parse JSON object, array, or value.")
+                document = try await Self.jsonBody(of: &request, limit: configuration.maxMessageBytes)
+            } catch let refusal {
+                return refusal.response
             }
             guard case .object(let members) = document, case .object? = members["rules"] else {
                 return Self.error(.badRequest, "A rules document is an object with a \"rules\" object")
@@ -178,8 +226,15 @@ extension CanopyServer {
             if let failure { return Self.error(.internalServerError, "Could not store the rules: \(failure)") }
             return Self.json(["status": "ok"], status: .ok, headers: [:], rest: rest)
         default:
-            return Self.error(.methodNotAllowed, "Method \(request.method) is not allowed")
+            return Self.methodNotAllowed(request.method, allowed: "GET, HEAD, PUT, OPTIONS")
         }
+    }
+
+    /// 405 with the `Allow` header and a message naming the allowed methods.
+    static func methodNotAllowed(_ method: HTTPRequest.Method, allowed: String) -> Response {
+        var response = error(.methodNotAllowed, "Method \(method) is not allowed here; allowed: \(allowed)")
+        response.headers[.allow] = allowed
+        return response
     }
 
     /// The ETag of a value: its node hash, or `null_etag` for no data.

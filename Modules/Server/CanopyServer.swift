@@ -7,6 +7,12 @@ import ServiceLifecycle
 import Synchronization
 import UnixSignals
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The Canopy server: realtime WebSocket protocol, REST and event streams over HTTP, one SQLite
 /// database per namespace.
 ///
@@ -72,22 +78,29 @@ public struct CanopyServer: Sendable {
     ///
     /// Past the timeout the remaining steps are cancelled; what the commit queues hold is still
     /// committed before this returns.
+    ///
+    /// Throws ``StartupError`` when the data folder is unusable or the address is taken.
     public func run(
         handleSignals: Bool = false, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
+        try configuration.prepareDataDirectory()
         let application = makeApplication(onRunning: onRunning)
         // A service group shuts its services down in reverse order, each after the one behind it.
         var group = ServiceGroupConfiguration(
             services: [
                 .init(service: DatabaseService(registry: databases, connections: connections, logger: logger)),
                 .init(service: application),
-                .init(service: StreamClosingService(connections: connections, logger: logger)),
+                .init(service: ShutdownNotice(connections: connections, logger: logger)),
             ],
             gracefulShutdownSignals: handleSignals ? [.sigterm, .sigint] : [],
             logger: logger)
         group.maximumGracefulShutdownDuration = configuration.shutdownTimeout
         group.maximumCancellationDuration = .seconds(5)
-        try await ServiceGroup(configuration: group).run()
+        do {
+            try await ServiceGroup(configuration: group).run()
+        } catch let error as IOError where error.errnoCode == EADDRINUSE {
+            throw StartupError.addressInUse(host: configuration.host, port: configuration.port)
+        }
         logger.info("canopy-server stopped")
     }
 

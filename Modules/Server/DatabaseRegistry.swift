@@ -105,16 +105,3 @@ struct DatabaseService: Service {
         logger.info("committed every queued write")
     }
 }
-
-/// Ends every REST event stream when graceful shutdown begins: a stream never ends by itself, so
-/// the HTTP server would otherwise wait for it for good.
-struct StreamClosingService: Service {
-    let connections: OpenConnections
-    let logger: Logger
-
-    func run() async throws {
-        try? await gracefulShutdown()
-        logger.info("shutting down: ending event streams and closing connections")
-        connections.endStreams()
-    }
-}

@@ -43,6 +43,9 @@ struct RealtimeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             let upgradeAttempted = NIOLoopBoundBox(false, eventLoop: channel.eventLoop)
+            let requestLine = RequestLineMeter()
+            let errorHandler = HTTPErrorHandler(requestLine: requestLine)
+            let httpOnlyHandlers = NIOLoopBound((requestLine, errorHandler), eventLoop: channel.eventLoop)
             let server = self.server
             let maxFrameBytes = self.maxFrameBytes
             let upgrader = NIOTypedWebSocketServerUpgrader<UpgradeResult>(
@@ -50,6 +53,13 @@ struct RealtimeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                 shouldUpgrade: { channel, head in
                     upgradeAttempted.value = true
                     let isRealtime = head.uri == "/.ws" || head.uri.hasPrefix("/.ws?")
+                    if isRealtime {
+                        // They read HTTP parts and would meet WebSocket frames; the error handler
+                        // has already checked this request's key and version.
+                        let (requestLine, errorHandler) = httpOnlyHandlers.value
+                        channel.pipeline.syncOperations.removeHandler(errorHandler, promise: nil)
+                        channel.pipeline.syncOperations.removeHandler(requestLine, promise: nil)
+                    }
                     return channel.eventLoop.makeSucceededFuture(isRealtime ? HTTPHeaders() : nil)
                 },
                 upgradePipelineHandler: { channel, head in
@@ -82,10 +92,16 @@ struct RealtimeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
             var configuration = NIOUpgradableHTTPServerPipelineConfiguration<UpgradeResult>(
                 upgradeConfiguration: upgrade)
             configuration.enablePipelining = false
+            // HTTPErrorHandler takes the place of NIO's, which answers every parser error with an
+            // empty 400.
             configuration.enableErrorHandling = false
             configuration.enableResponseHeaderValidation = false
             let result = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(
                 configuration: configuration)
+            let decoder = try channel.pipeline.syncOperations.handler(
+                type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+            try channel.pipeline.syncOperations.addHandler(requestLine, position: .before(decoder))
+            try channel.pipeline.syncOperations.addHandler(errorHandler, position: .after(decoder))
             return Value(upgradeResult: result, channel: channel)
         }
     }
@@ -105,10 +121,17 @@ struct RealtimeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
     /// Answers an upgrade this server does not serve (a WebSocket to another path) with 400.
     private static func refuseUpgrade(_ http: NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>, logger: Logger) async
     {
+        let refusal = HTTPRefusal(status: .badRequest, message: "WebSocket upgrades are served at /.ws only")
+        let (nioHead, body) = refusal.response(allocator: ByteBufferAllocator())
+        var head = HTTPResponse(status: .badRequest)
+        for header in nioHead.headers {
+            if let name = HTTPField.Name(header.name) {
+                head.headerFields.append(HTTPField(name: name, value: header.value))
+            }
+        }
         do {
             try await http.executeThenClose { _, outbound in
-                let head = HTTPResponse(status: .badRequest, headerFields: [.connection: "close", .contentLength: "0"])
-                try await outbound.write(contentsOf: [.head(head), .end(nil)])
+                try await outbound.write(contentsOf: [.head(head), .body(body), .end(nil)])
             }
         } catch {
             logger.trace("could not answer a refused upgrade", metadata: ["error": "\(error)"])

@@ -40,27 +40,15 @@ public final class ServerProcess: Sendable {
         self.output = output
     }
 
-    /// Starts `executable` with `--port 0 --data dataDirectory` and `arguments`, and waits until
-    /// it logs its port.
+    /// Starts `executable` with `--port 0 --data dataDirectory` and `arguments` (and `environment`
+    /// added to this process's), and waits until it logs its port.
     public static func start(
-        executable: String, dataDirectory: String, arguments: [String] = [], timeout: Duration = .seconds(60)
+        executable: String, dataDirectory: String, arguments: [String] = [], environment: [String: String] = [:],
+        timeout: Duration = .seconds(60)
     ) async throws -> ServerProcess {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["--port", "0", "--data", dataDirectory, "--log-level", "info"] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        let output = OutputCollector()
-        pipe.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty {
-                handle.readabilityHandler = nil
-            } else {
-                output.append(data)
-            }
-        }
-        try process.run()
+        let (process, output) = try launch(
+            executable, arguments: ["--port", "0", "--data", dataDirectory, "--log-level", "info"] + arguments,
+            environment: environment)
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let port = output.listeningPort {
@@ -71,6 +59,53 @@ public final class ServerProcess: Sendable {
         }
         if process.isRunning { send(SIGKILL, to: process) }
         throw ServerProcessError.didNotStart(log: output.text)
+    }
+
+    /// Runs `executable` with exactly `arguments` until it exits (for options that make it stop at
+    /// once, such as `--version` or a bad `--data`); returns its exit status and output. A process
+    /// still running after `timeout` is killed and reported as ``ServerProcessError/didNotExit(log:)``.
+    public static func run(
+        executable: String, arguments: [String], environment: [String: String] = [:],
+        timeout: Duration = .seconds(60)
+    ) async throws -> (status: Int32, output: String) {
+        let (process, output) = try launch(executable, arguments: arguments, environment: environment)
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        guard !process.isRunning else {
+            send(SIGKILL, to: process)
+            throw ServerProcessError.didNotExit(log: output.text)
+        }
+        // The pipe may still hold the last of the output.
+        while !output.isComplete, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return (process.terminationStatus, output.text)
+    }
+
+    private static func launch(
+        _ executable: String, arguments: [String], environment: [String: String]
+    ) throws -> (Process, OutputCollector) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        let output = OutputCollector()
+        pipe.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            if data.isEmpty {
+                handle.readabilityHandler = nil
+                output.complete()
+            } else {
+                output.append(data)
+            }
+        }
+        try process.run()
+        return (process, output)
     }
 
     /// Kills the process with SIGKILL (no shutdown, no flush) and waits until it is gone.
@@ -119,10 +154,12 @@ private func send(_ signal: Int32, to process: Process) {
 /// Why a ``ServerProcess`` could not start.
 public enum ServerProcessError: Error, CustomStringConvertible {
     case didNotStart(log: String)
+    case didNotExit(log: String)
 
     public var description: String {
         switch self {
         case .didNotStart(let log): "canopy-server did not log its port; its output:\n\(log)"
+        case .didNotExit(let log): "canopy-server was still running; its output:\n\(log)"
         }
     }
 }
@@ -130,8 +167,15 @@ public enum ServerProcessError: Error, CustomStringConvertible {
 /// Collects a child process's output as it arrives.
 private final class OutputCollector: Sendable {
     private let data = Mutex(Data())
+    private let ended = Mutex(false)
 
     func append(_ chunk: Data) { data.withLock { $0.append(chunk) } }
+
+    /// Records that the process closed its output.
+    func complete() { ended.withLock { $0 = true } }
+
+    /// Whether the process closed its output (everything it wrote is in ``text``).
+    var isComplete: Bool { ended.withLock { $0 } }
 
     var text: String { data.withLock { String(decoding: $0, as: UTF8.self) } }
 

@@ -33,7 +33,7 @@ struct ShutdownTests {
             #expect(stream.isFinished)
             await stream.close()
         }
-        #expect(server.log.contains("shutting down"), "the shutdown is not logged:\n\(server.log)")
+        #expect(server.log.contains("graceful shutdown started"), "the shutdown is not logged:\n\(server.log)")
     }
 
     /// Presence must not stay "online" after a clean restart: every connection's onDisconnect
