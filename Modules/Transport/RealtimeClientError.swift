@@ -1,0 +1,21 @@
+/// Why a ``RealtimeClient`` could not connect, or why its connection ended.
+public enum RealtimeClientError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The database URL cannot be used, and why.
+    case invalidURL(String, reason: String)
+    /// The connection or the WebSocket upgrade failed; the message says where and why.
+    case connectFailed(String)
+    /// No hello came within the connect timeout.
+    case timedOut(Duration)
+    /// The connection ended; the reason says how (`"shutdown: …"` when the server asked the
+    /// client not to reconnect).
+    case closed(String)
+
+    public var description: String {
+        switch self {
+        case .invalidURL(let url, let reason): "invalid database URL \"\(url)\": \(reason)"
+        case .connectFailed(let message): "could not connect: \(message)"
+        case .timedOut(let timeout): "no hello from the server within \(timeout)"
+        case .closed(let reason): "connection closed: \(reason)"
+        }
+    }
+}

@@ -1,0 +1,20 @@
+/// The server's greeting, control `h`: the first message on every connection.
+///
+/// ```swift
+/// let client = try await RealtimeClient.connect(to: endpoint, logger: logger)
+/// let offset = client.hello.timestamp - nowMilliseconds   // .info/serverTimeOffset
+/// ```
+public struct RealtimeHello: Sendable, Equatable {
+    /// The server's clock, in milliseconds since 1970.
+    public var timestamp: Int64
+    /// The server's own `host:port`.
+    public var host: String
+    /// The session id, to name in `ls=` when reconnecting.
+    public var sessionID: String
+
+    public init(timestamp: Int64, host: String, sessionID: String) {
+        self.timestamp = timestamp
+        self.host = host
+        self.sessionID = sessionID
+    }
+}
