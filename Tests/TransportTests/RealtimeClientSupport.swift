@@ -1,0 +1,114 @@
+import CanopyTesting
+import Logging
+import NIOCore
+import NIOPosix
+import Synchronization
+import Testing
+import Transport
+import Tree
+
+/// The logger the client tests give `RealtimeClient` (quiet unless `CANOPY_TEST_LOG_LEVEL` asks).
+let clientLogger = TestServer.makeLogger(label: "canopy-realtime-client-test")
+
+extension RealtimeEndpoint {
+    /// The endpoint of a test server's namespace `test`.
+    static func of(_ server: TestServer, namespace: String = "test") -> RealtimeEndpoint {
+        RealtimeEndpoint(host: "127.0.0.1", port: server.port, secure: false, namespace: namespace)
+    }
+}
+
+extension RealtimeClient {
+    /// Sends request `number` with `action`, checking it was queued.
+    func request(_ number: Int, _ action: ClientAction) {
+        let queued = send(.request(ClientRequest(number: number, action: action)))
+        #expect(queued, "request \(number) was not queued")
+    }
+}
+
+extension AsyncStream<ServerMessage>.Iterator {
+    /// Reads messages up to and including the answer to request `number` (all of them if the
+    /// stream finishes first).
+    mutating func messages(throughAnswerTo number: Int) async -> [ServerMessage] {
+        var taken: [ServerMessage] = []
+        while let message = await next() {
+            taken.append(message)
+            if case .response(number, _, _) = message { break }
+        }
+        return taken
+    }
+
+    /// Reads every message until the stream finishes.
+    mutating func remaining() async -> [ServerMessage] {
+        var taken: [ServerMessage] = []
+        while let message = await next() { taken.append(message) }
+        return taken
+    }
+}
+
+extension [ServerMessage] {
+    /// The status of the answer to request `number`, if it is among these messages.
+    func status(of number: Int) -> String? {
+        for case .response(number, let status, _) in self { return status }
+        return nil
+    }
+
+    /// The data of the answer to request `number`, if it is among these messages.
+    func data(of number: Int) -> JSONValue? {
+        for case .response(number, _, let data) in self { return data }
+        return nil
+    }
+
+    /// The data of every `d` push, in order.
+    var overwrites: [JSONValue] {
+        compactMap { message in
+            if case .overwrite(_, let data, _) = message { return data }
+            return nil
+        }
+    }
+}
+
+/// A TCP listener on 127.0.0.1 that accepts connections and never answers (not even the
+/// WebSocket upgrade), holding them open until ``stop()``.
+final class SilentListener: Sendable {
+    /// The connections accepted so far.
+    private final class Accepted: Sendable {
+        let channels = Mutex<[any Channel]>([])
+    }
+
+    let port: Int
+    private let channel: any Channel
+    private let accepted: Accepted
+
+    private init(port: Int, channel: any Channel, accepted: Accepted) {
+        self.port = port
+        self.channel = channel
+        self.accepted = accepted
+    }
+
+    static func start() async throws -> SilentListener {
+        let accepted = Accepted()
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelInitializer { child in
+                accepted.channels.withLock { $0.append(child) }
+                return child.eventLoop.makeSucceededVoidFuture()
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        return SilentListener(port: channel.localAddress?.port ?? 0, channel: channel, accepted: accepted)
+    }
+
+    /// Closes the listener and every accepted connection.
+    func stop() async {
+        let children = accepted.channels.withLock { $0 }
+        for child in children { try? await child.close() }
+        try? await channel.close()
+    }
+}
+
+/// A port on 127.0.0.1 where nothing listens (bound, then released).
+func unusedPort() async throws -> Int {
+    let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        .bind(host: "127.0.0.1", port: 0).get()
+    let port = channel.localAddress?.port ?? 0
+    try await channel.close()
+    return port
+}
