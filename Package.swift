@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "Tree", targets: ["Tree"]),
         .library(name: "Query", targets: ["Query"]),
         .library(name: "SyncEngine", targets: ["SyncEngine"]),
+        .library(name: "Canopy", targets: ["Canopy"]),
         .library(name: "Persistence", targets: ["Persistence"]),
         .library(name: "Transport", targets: ["Transport"]),
         .library(name: "Presence", targets: ["Presence"]),
@@ -54,6 +55,15 @@ let package = Package(
             name: "SyncEngine",
             dependencies: ["Tree", "Query"],
             path: "Modules/SyncEngine",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "Canopy",
+            dependencies: [
+                "Tree", "Query", "SyncEngine", "Transport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Modules/Canopy",
             swiftSettings: swiftSettings
         ),
         .target(
@@ -183,6 +193,14 @@ let package = Package(
             name: "SyncEngineTests",
             dependencies: ["Tree", "Query", "SyncEngine"],
             resources: [.copy("Fixtures")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CanopyTests",
+            dependencies: [
+                "Canopy", "CanopyTesting", "CanopyServer", "Transport", "Tree",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -41,7 +41,7 @@ struct RealtimeClientTLSTests {
         try await withTestServer { server in
             let proxy = try await TLSProxy.start(identity: identity, upstreamPort: server.port)
             let endpoint = RealtimeEndpoint(host: "localhost", port: proxy.port, secure: true, namespace: "test")
-            do {
+            do throws(RealtimeClientError) {
                 // nil: the system's trust roots, which do not hold the test's certificate.
                 let client = try await RealtimeClient.connect(to: endpoint, timeout: .seconds(20), logger: clientLogger)
                 Issue.record("connected with an untrusted certificate: \(client.hello)")
@@ -104,7 +104,7 @@ final class TLSProxy: Sendable {
                 }
             }
         let port = listener.channel.localAddress?.port ?? 0
-        let task = Task {
+        let task = Task<Void, Never> {
             try? await listener.executeThenClose { connections in
                 try await withThrowingDiscardingTaskGroup { group in
                     for try await connection in connections {

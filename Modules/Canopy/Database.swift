@@ -1,0 +1,189 @@
+public import Dispatch
+import Foundation
+import Logging
+import Synchronization
+import Transport
+import Tree
+
+/// A Canopy (or Firebase-protocol) database: the entry point of the SDK.
+///
+/// ```swift
+/// let database = Database.database()                    // CANOPY_DATABASE_URL, else http://127.0.0.1:9000
+/// let scores = database.reference(withPath: "scores")
+/// scores.child("ada").setValue(36)
+/// scores.queryOrderedByValue().queryLimited(toLast: 3).observe(.childAdded) { snapshot in
+///     print(snapshot.key, snapshot.value ?? "null")
+/// }
+/// ```
+///
+/// One instance exists per URL; it connects on first use and reconnects by itself. Callbacks run on
+/// ``callbackQueue`` (the main queue on Apple platforms, a serial queue elsewhere).
+public final class Database: Sendable {
+    /// The database URL this instance was made for.
+    public let url: String
+    let endpoint: Result<RealtimeEndpoint, DatabaseError>
+    private let settings: Mutex<Settings>
+    private let connector: Connector
+    let logger: Logger
+
+    private struct Settings {
+        var callbackQueue: DispatchQueue
+        var persistenceEnabled = false
+        var cacheSizeBytes: UInt = 10 * 1024 * 1024
+        var repo: Repo?
+        var emulator: (host: String, port: Int)?
+    }
+
+    private static let instances = Mutex<[String: Database]>([:])
+
+    /// The default database: the URL in `CANOPY_DATABASE_URL`, else `http://127.0.0.1:9000`.
+    public static func database() -> Database {
+        database(url: ProcessInfo.processInfo.environment["CANOPY_DATABASE_URL"] ?? "http://127.0.0.1:9000")
+    }
+
+    /// The database at `url` (`http://host:port?ns=NAME`, `https://NAME.example.com`, …); the same
+    /// instance for the same URL. A URL that cannot name a database gives an instance whose every
+    /// operation fails with ``DatabaseError/invalidPath(_:reason:)`` naming the URL.
+    public static func database(url: String) -> Database {
+        instances.withLock { instances in
+            if let existing = instances[url] { return existing }
+            let database = Database(url: url, connector: Self.realtimeConnector)
+            instances[url] = database
+            return database
+        }
+    }
+
+    init(url: String, connector: @escaping Connector, logger: Logger = Logger(label: "canopy.client")) {
+        self.url = url
+        self.connector = connector
+        self.logger = logger
+        do {
+            endpoint = .success(try RealtimeEndpoint(url: url))
+        } catch {
+            endpoint = .failure(.invalidPath(url, reason: "not a database URL: \(error)"))
+        }
+        settings = Mutex(Settings(callbackQueue: Self.defaultCallbackQueue))
+    }
+
+    private static var defaultCallbackQueue: DispatchQueue {
+        #if canImport(Darwin)
+        return .main
+        #else
+        return DispatchQueue(label: "canopy.callbacks")
+        #endif
+    }
+
+    static let realtimeConnector: Connector = { endpoint, lastSession in
+        try await RealtimeClient.connect(
+            to: endpoint, lastSession: lastSession, logger: Logger(label: "canopy.connection"))
+    }
+
+    // MARK: Settings
+
+    /// Where callbacks run. Set it before attaching listeners.
+    public var callbackQueue: DispatchQueue {
+        get { settings.withLock { $0.callbackQueue } }
+        set {
+            settings.withLock { settings in
+                settings.callbackQueue = newValue
+                settings.repo?.state.withLock { $0.callbackQueue = newValue }
+            }
+        }
+    }
+
+    /// Whether synced data, pending writes and tracked queries are kept on disk. Must be set before
+    /// the first reference is made; later changes are ignored and logged.
+    public var isPersistenceEnabled: Bool {
+        get { settings.withLock { $0.persistenceEnabled } }
+        set {
+            settings.withLock { settings in
+                guard settings.repo == nil else {
+                    logger.error("\(DatabaseError.tooLate("isPersistenceEnabled"))")
+                    return
+                }
+                settings.persistenceEnabled = newValue
+            }
+        }
+    }
+
+    /// The size the on-disk cache is kept to, in bytes (1 MB to 100 MB; default 10 MB).
+    public var persistenceCacheSizeBytes: UInt {
+        get { settings.withLock { $0.cacheSizeBytes } }
+        set {
+            settings.withLock { settings in
+                guard (1024 * 1024...100 * 1024 * 1024).contains(newValue) else {
+                    logger.error("persistenceCacheSizeBytes must be between 1 MB and 100 MB, not \(newValue)")
+                    return
+                }
+                settings.cacheSizeBytes = newValue
+            }
+        }
+    }
+
+    /// Connects to `host:port` instead of the URL's host (the namespace stays the URL's). Call it
+    /// before the first reference is made.
+    public func useEmulator(withHost host: String, port: Int) {
+        settings.withLock { settings in
+            guard settings.repo == nil else {
+                logger.error("\(DatabaseError.tooLate("useEmulator(withHost:port:)"))")
+                return
+            }
+            settings.emulator = (host, port)
+        }
+    }
+
+    /// The client state, made (and connected) on first use.
+    var repo: Repo? {
+        guard case .success(var endpoint) = endpoint else { return nil }
+        return settings.withLock { settings in
+            if let repo = settings.repo { return repo }
+            if let emulator = settings.emulator {
+                endpoint.host = emulator.host
+                endpoint.port = emulator.port
+                endpoint.secure = false
+            }
+            let repo = Repo(
+                endpoint: endpoint, callbackQueue: settings.callbackQueue, connector: connector, logger: logger)
+            settings.repo = repo
+            repo.start()
+            return repo
+        }
+    }
+
+    // MARK: References
+
+    /// The root of the database.
+    public func reference() -> DatabaseReference { DatabaseReference(database: self, path: .root, problem: nil) }
+
+    /// The location at `path` (slashes separate keys; leading and trailing ones are ignored).
+    public func reference(withPath path: String) -> DatabaseReference {
+        do {
+            return DatabaseReference(database: self, path: try Path(validating: path), problem: nil)
+        } catch {
+            return DatabaseReference(database: self, path: .root, problem: Repo.databaseError(error, at: .root))
+        }
+    }
+
+    /// The location a full URL names (`http://127.0.0.1:9000/users/ada?ns=demo`); it must name this
+    /// database.
+    public func reference(fromURL url: String) -> DatabaseReference {
+        guard let components = URLComponents(string: url) else {
+            return DatabaseReference(database: self, path: .root, problem: .invalidPath(url, reason: "not a URL"))
+        }
+        return reference(withPath: components.path)
+    }
+
+    func reference(at path: Path) -> DatabaseReference { DatabaseReference(database: self, path: path, problem: nil) }
+
+    // MARK: Connection
+
+    /// Disconnects and stays offline until ``goOnline()``; writes queue meanwhile.
+    public func goOffline() { repo?.interrupt() }
+
+    /// Reconnects after ``goOffline()``.
+    public func goOnline() { repo?.resume() }
+
+    /// Cancels every write not yet acknowledged by the server: their local events are reverted and
+    /// their completions get ``DatabaseError/writeCanceled``.
+    public func purgeOutstandingWrites() { repo?.purgeOutstandingWrites() }
+}

@@ -1,0 +1,371 @@
+import Dispatch
+public import Foundation
+import Logging
+import Query
+import Synchronization
+import Transport
+import Tree
+
+/// A location in the database (Firebase's `DatabaseReference`): read it, write it, listen to it.
+///
+/// Writes raise local events at once and complete when the server answered: with a block, or
+/// with the `async throws` forms, which return once the server acknowledged the write.
+///
+/// ```swift
+/// let ada = Database.database().reference(withPath: "users/ada")
+/// try await ada.setValue(["name": "Ada", "score": 36])
+/// try await ada.updateChildValues(["score": 37, "badges/first": true])
+/// ada.child("online").onDisconnectSetValue(false)
+/// ```
+public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
+    init(database: Database, path: Path, problem: DatabaseError?) {
+        super.init(database: database, path: path, params: .default, problem: problem)
+    }
+
+    /// The last key of the location; `nil` at the root.
+    public var key: String? { path.back?.string }
+
+    /// The location above; `nil` at the root.
+    public var parent: DatabaseReference? {
+        path.parent.map { DatabaseReference(database: database, path: $0, problem: problem) }
+    }
+
+    /// The root of the database.
+    public var root: DatabaseReference { DatabaseReference(database: database, path: .root, problem: problem) }
+
+    /// The location's URL.
+    public var url: String {
+        let base = database.url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? database.url
+        let query = database.url.split(separator: "?", maxSplits: 1).dropFirst().first.map { "?" + $0 } ?? ""
+        let trimmed = base.hasSuffix("/") ? String(base.dropLast()) : base
+        return trimmed + "/" + path.wireString + query
+    }
+
+    /// The location at `pathString` below this one (keys separated by slashes).
+    public func child(_ pathString: String) -> DatabaseReference {
+        guard problem == nil else { return self }
+        do {
+            return DatabaseReference(
+                database: database, path: path.child(try Path(validating: pathString)), problem: nil)
+        } catch {
+            return DatabaseReference(database: database, path: path, problem: Repo.databaseError(error, at: path))
+        }
+    }
+
+    /// A new child with a push id: unique, and sorted by creation time.
+    public func childByAutoId() -> DatabaseReference {
+        let now =
+            Int64(Date().timeIntervalSince1970 * 1000)
+            + Int64(
+                database.repo.map { repo in
+                    repo.state.withLock { $0.serverTimeOffset }
+                } ?? 0)
+        return DatabaseReference(
+            database: database, path: path.child(ChildKey(Self.pushIDs.next(now: now))), problem: problem)
+    }
+
+    private static let pushIDs = PushIDGenerator()
+
+    // MARK: Writes
+
+    /// Replaces the data here with `value` (`nil` removes it).
+    public func setValue(_ value: Any?) { setValue(value, withCompletionBlock: { _, _ in }) }
+
+    /// ``setValue(_:)``, then `block` with the server's answer.
+    public func setValue(
+        _ value: Any?, withCompletionBlock block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void
+    ) {
+        write(block) { repo, done throws(DatabaseError) in
+            repo.set(try AppValue.json(value, at: self.location), at: self.path, completion: done)
+        }
+    }
+
+    /// Replaces the data here and returns once the server acknowledged it.
+    public func setValue(_ value: Any?) async throws {
+        try await awaitWrite { self.setValue(value, withCompletionBlock: $0) }
+    }
+
+    /// Replaces the data and its priority.
+    public func setValue(_ value: Any?, andPriority priority: Any?) {
+        setValue(value, andPriority: priority, withCompletionBlock: { _, _ in })
+    }
+
+    public func setValue(
+        _ value: Any?, andPriority priority: Any?,
+        withCompletionBlock block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void
+    ) {
+        write(block) { repo, done throws(DatabaseError) in
+            repo.set(try self.withPriority(value, priority), at: self.path, completion: done)
+        }
+    }
+
+    public func setValue(_ value: Any?, andPriority priority: Any?) async throws {
+        try await awaitWrite { self.setValue(value, andPriority: priority, withCompletionBlock: $0) }
+    }
+
+    /// Writes an `Encodable` value (through its JSON form).
+    public func setValue<T: Encodable>(from value: T, encoder: JSONEncoder = JSONEncoder()) throws {
+        try setValue(from: value, encoder: encoder, completion: nil)
+    }
+
+    public func setValue<T: Encodable>(
+        from value: T, encoder: JSONEncoder = JSONEncoder(),
+        completion: (@Sendable ((any Error)?) -> Void)?
+    ) throws {
+        let json: JSONValue
+        do {
+            json = try JSONValue(parsing: encoder.encode(value))
+        } catch {
+            throw DatabaseError.invalidValue(location, reason: "\(T.self) does not encode to JSON: \(error)")
+        }
+        setValue(json) { error, _ in completion?(error) }
+    }
+
+    /// Sets only the priority.
+    public func setPriority(_ priority: Any?) { setPriority(priority, withCompletionBlock: { _, _ in }) }
+
+    public func setPriority(
+        _ priority: Any?, withCompletionBlock block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void
+    ) {
+        write(block) { repo, done throws(DatabaseError) in
+            repo.set(
+                try AppValue.json(priority, at: self.location + "/.priority"), at: self.path.child(.priority),
+                completion: done)
+        }
+    }
+
+    public func setPriority(_ priority: Any?) async throws {
+        try await awaitWrite { self.setPriority(priority, withCompletionBlock: $0) }
+    }
+
+    /// Writes several locations at once: each key is a path relative to this one (`"a/b": 1`);
+    /// `nil` or `NSNull` removes. All of it applies, or none.
+    public func updateChildValues(_ values: [AnyHashable: Any]) {
+        updateChildValues(values, withCompletionBlock: { _, _ in })
+    }
+
+    public func updateChildValues(
+        _ values: [AnyHashable: Any],
+        withCompletionBlock block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void
+    ) {
+        write(block) { repo, done throws(DatabaseError) in
+            repo.update(try self.members(values), at: self.path, completion: done)
+        }
+    }
+
+    public func updateChildValues(_ values: [AnyHashable: Any]) async throws {
+        try await awaitWrite { self.updateChildValues(values, withCompletionBlock: $0) }
+    }
+
+    /// Removes the data here.
+    public func removeValue() { setValue(nil) }
+
+    public func removeValue(withCompletionBlock block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void) {
+        setValue(nil, withCompletionBlock: block)
+    }
+
+    public func removeValue() async throws { try await setValue(nil) }
+
+    // MARK: onDisconnect
+
+    /// Writes `value` here when this client's connection ends (the server does it).
+    public func onDisconnectSetValue(_ value: Any?) { onDisconnectSetValue(value, withCompletionBlock: { _, _ in }) }
+
+    public func onDisconnectSetValue(
+        _ value: Any?, withCompletionBlock block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void
+    ) {
+        disconnect(block) { () throws(DatabaseError) in
+            .onDisconnectPut(path: self.path.wireString, data: try AppValue.json(value, at: self.location))
+        }
+    }
+
+    public func onDisconnectSetValue(_ value: Any?) async throws {
+        try await awaitWrite { self.onDisconnectSetValue(value, withCompletionBlock: $0) }
+    }
+
+    public func onDisconnectSetValue(_ value: Any?, andPriority priority: Any?) {
+        onDisconnectSetValue(value, andPriority: priority, withCompletionBlock: { _, _ in })
+    }
+
+    public func onDisconnectSetValue(
+        _ value: Any?, andPriority priority: Any?,
+        withCompletionBlock block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void
+    ) {
+        disconnect(block) { () throws(DatabaseError) in
+            .onDisconnectPut(path: self.path.wireString, data: try self.withPriority(value, priority))
+        }
+    }
+
+    /// Updates the children named by `values` (relative paths) when the connection ends.
+    public func onDisconnectUpdateChildValues(_ values: [AnyHashable: Any]) {
+        onDisconnectUpdateChildValues(values, withCompletionBlock: { _, _ in })
+    }
+
+    public func onDisconnectUpdateChildValues(
+        _ values: [AnyHashable: Any],
+        withCompletionBlock block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void
+    ) {
+        disconnect(block) { () throws(DatabaseError) in
+            .onDisconnectMerge(path: self.path.wireString, data: .object(try self.members(values)))
+        }
+    }
+
+    public func onDisconnectUpdateChildValues(_ values: [AnyHashable: Any]) async throws {
+        try await awaitWrite { self.onDisconnectUpdateChildValues(values, withCompletionBlock: $0) }
+    }
+
+    /// Removes the data here when the connection ends.
+    public func onDisconnectRemoveValue() { onDisconnectSetValue(nil) }
+
+    public func onDisconnectRemoveValue(
+        withCompletionBlock block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void
+    ) {
+        onDisconnectSetValue(nil, withCompletionBlock: block)
+    }
+
+    public func onDisconnectRemoveValue() async throws { try await onDisconnectSetValue(nil) }
+
+    /// Cancels the onDisconnect operations at and below this location.
+    public func cancelDisconnectOperations() { cancelDisconnectOperations(withCompletionBlock: { _, _ in }) }
+
+    public func cancelDisconnectOperations(
+        withCompletionBlock block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void
+    ) {
+        disconnect(block) { () throws(DatabaseError) in .onDisconnectCancel(path: self.path.wireString) }
+    }
+
+    public func cancelDisconnectOperations() async throws {
+        try await awaitWrite { self.cancelDisconnectOperations(withCompletionBlock: $0) }
+    }
+
+    // MARK: Transactions
+
+    /// Runs `block` on the current data and writes its result atomically: if the server's data
+    /// differed, `block` runs again on the fresh data (up to 25 times). `completion` gets the error
+    /// (if any), whether the write committed, and the final data.
+    public func runTransactionBlock(
+        _ block: @escaping @Sendable (MutableData) -> TransactionResult,
+        andCompletionBlock completion: @escaping @Sendable ((any Error)?, Bool, DataSnapshot?) -> Void = { _, _, _ in },
+        withLocalEvents localEvents: Bool = true
+    ) {
+        guard let repo = database.repo, problem == nil else {
+            let error = usableError
+            database.callbackQueue.async { completion(error, false, nil) }
+            return
+        }
+        repo.runTransaction(at: self, update: block, completion: completion, applyLocally: localEvents)
+    }
+
+    /// ``runTransactionBlock(_:andCompletionBlock:withLocalEvents:)`` that returns the committed data
+    /// (or throws; an aborted transaction throws ``DatabaseError/transactionAborted``).
+    @discardableResult
+    public func runTransactionBlock(
+        _ block: @escaping @Sendable (MutableData) -> TransactionResult, withLocalEvents localEvents: Bool = true
+    ) async throws -> DataSnapshot {
+        try await withCheckedThrowingContinuation { continuation in
+            runTransactionBlock(
+                block,
+                andCompletionBlock: { error, committed, snapshot in
+                    if let error {
+                        continuation.resume(throwing: error)
+                    } else if committed, let snapshot {
+                        continuation.resume(returning: snapshot)
+                    } else {
+                        continuation.resume(throwing: DatabaseError.transactionAborted)
+                    }
+                }, withLocalEvents: localEvents)
+        }
+    }
+
+    // MARK: Support
+
+    var location: String { "/" + path.wireString }
+
+    private func withPriority(_ value: Any?, _ priority: Any?) throws(DatabaseError) -> JSONValue {
+        let json = try AppValue.json(value, at: location)
+        let priorityJSON = try AppValue.json(priority, at: location + "/.priority")
+        if priorityJSON == .null { return json }
+        switch json {
+        case .object(var members) where members[".value"] == nil:
+            members[".priority"] = priorityJSON
+            return .object(members)
+        case .null: return .null
+        default: return [".value": json, ".priority": priorityJSON]
+        }
+    }
+
+    private func members(_ values: [AnyHashable: Any]) throws(DatabaseError) -> [String: JSONValue] {
+        var members: [String: JSONValue] = [:]
+        for (key, value) in values {
+            guard let name = key.base as? String else {
+                throw .invalidValue(location, reason: "an update key is \(type(of: key.base)), not a String path")
+            }
+            members[name] = try AppValue.json(value, at: location + "/" + name)
+        }
+        return members
+    }
+
+    /// Runs a write through the repo, reporting a problem found before sending to `block`.
+    private func write(
+        _ block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void,
+        _ body: (Repo, @escaping @Sendable (DatabaseError?) -> Void) throws(DatabaseError) -> Void
+    ) {
+        let queue = database.callbackQueue
+        guard problem == nil, let repo = database.repo else {
+            let error = usableError
+            database.logger.error("\(error)")
+            queue.async { block(error, self) }
+            return
+        }
+        do {
+            try body(repo) { error in block(error, self) }
+        } catch {
+            database.logger.error("\(error)")
+            queue.async { block(error, self) }
+        }
+    }
+
+    private func disconnect(
+        _ block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void,
+        _ action: () throws(DatabaseError) -> ClientAction
+    ) {
+        write(block) { repo, done throws(DatabaseError) in
+            let action = try action()
+            switch action {
+            case .onDisconnectPut(_, let data):
+                _ = try repo.state.withLock { state throws(DatabaseError) in
+                    try repo.node(data, at: self.path, in: state)
+                }
+            case .onDisconnectMerge(_, .object(let members)):
+                for (key, value) in members {
+                    let child: Path
+                    do throws(TreeError) {
+                        child = self.path.child(try Path(validating: key))
+                    } catch {
+                        throw Repo.databaseError(error, at: self.path)
+                    }
+                    _ = try repo.state.withLock { state throws(DatabaseError) in
+                        try repo.node(value, at: child, in: state)
+                    }
+                }
+            default:
+                break
+            }
+            repo.onDisconnect(action, completion: done)
+        }
+    }
+
+    private func awaitWrite(
+        _ start: (@escaping @Sendable ((any Error)?, DatabaseReference) -> Void) -> Void
+    ) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            start { error, _ in
+                if let error { continuation.resume(throwing: error) } else { continuation.resume() }
+            }
+        }
+    }
+}
+
+extension DatabaseReference: CustomStringConvertible {
+    public var description: String { url }
+}

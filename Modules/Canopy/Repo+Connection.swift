@@ -1,0 +1,235 @@
+import Foundation
+import Logging
+import Query
+import SyncEngine
+import Synchronization
+import Transport
+import Tree
+
+extension Repo {
+    /// Connects, serves the connection until it ends, and reconnects with the official clients'
+    /// backoff (1 s growing ×1.3 to 30 s, jittered, reset after 30 s connected), until the task is
+    /// cancelled. While `goOffline()` holds, it waits.
+    func runConnection() async {
+        var backoff = ReconnectBackoff()
+        while !Task.isCancelled {
+            await waitWhileInterrupted()
+            if Task.isCancelled { return }
+            let lastSession = state.withLock { $0.lastSessionID }
+            do {
+                let link = try await connector(endpoint, lastSession)
+                let started = ContinuousClock.now
+                opened(link)
+                for await message in link.messages { handle(message) }
+                backoff.connectionLasted(ContinuousClock.now - started)
+                closed(link)
+            } catch {
+                logger.debug("could not connect", metadata: ["endpoint": "\(endpoint)", "error": "\(error)"])
+            }
+            if Task.isCancelled { return }
+            if state.withLock({ $0.interrupted }) { continue }
+            let delay = backoff.nextDelay()
+            logger.debug("reconnecting", metadata: ["in": "\(delay)"])
+            await pause(for: delay)
+        }
+    }
+
+    /// Sleeps for `delay`, or until `goOnline()` cuts the wait short.
+    private func pause(for delay: Duration) async {
+        let wait = Task { try await Task.sleep(for: delay) }
+        state.withLock { $0.reconnectWait = wait }
+        _ = await wait.result
+    }
+
+    private func waitWhileInterrupted() async {
+        while !Task.isCancelled {
+            let wait: Task<Void, any Error>? = state.withLock { state in
+                guard state.interrupted else { return nil }
+                let wait = Task { try await Task.sleep(for: .seconds(3600)) }
+                state.reconnectWait = wait
+                return wait
+            }
+            guard let wait else { return }
+            _ = await wait.result
+        }
+    }
+
+    /// `goOffline()`: closes the connection and stops reconnecting.
+    func interrupt() {
+        state.withLock { state in
+            state.interrupted = true
+            state.link?.close()
+        }
+    }
+
+    /// `goOnline()`: reconnects at once.
+    func resume() {
+        start()
+        state.withLock { state in
+            state.interrupted = false
+            state.reconnectWait?.cancel()
+        }
+    }
+
+    // MARK: Connected
+
+    /// The hello arrived: `.info` says so, then listens, unacknowledged writes (in their original
+    /// order), queued onDisconnect requests and transactions are sent again, in that order.
+    private func opened(_ link: any ServerLink) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.link = link
+            state.connected = true
+            state.lastSessionID = link.hello.sessionID
+            state.serverTimeOffset = Double(link.hello.timestamp) - (Date().timeIntervalSince1970 * 1000).rounded()
+            var events = state.info.applyServerOverwrite(Node(.number(state.serverTimeOffset)), at: Self.offsetPath)
+            events += state.info.applyServerOverwrite(Node(.bool(true)), at: Self.connectedPath)
+            dispatch(events, in: &state)
+            link.send(
+                .request(ClientRequest(number: state.nextRequestNumber, action: .stats(["c": ["sdk.swift.canopy": 1]])))
+            )
+            state.nextRequestNumber += 1
+            for key in state.listenOrder { sendListen(key, in: &state) }
+            for id in state.writes.keys.sorted() { sendWrite(id, in: &state) }
+            let queued = state.queued
+            state.queued = []
+            for request in queued { sendOrQueue(request, in: &state) }
+            defer { state.connectionWaiters = [:] }
+            return Array(state.connectionWaiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+        rerunUnsentTransactions()
+        logger.debug("connected", metadata: ["session": "\(link.hello.sessionID)"])
+    }
+
+    /// The connection ended: `.info/connected` turns false (once), this client's own onDisconnect
+    /// writes are applied locally as the server will apply them, and requests in flight are told.
+    private func closed(_ link: any ServerLink) {
+        let answers = state.withLock { state -> [@Sendable (String, JSONValue) -> Void] in
+            state.link = nil
+            guard state.connected else { return [] }
+            state.connected = false
+            var events = state.info.applyServerOverwrite(Node(.bool(false)), at: Self.connectedPath)
+            let now = serverTime(state)
+            for operation in state.localDisconnects {
+                let context = ServerValueContext(now: now)
+                do {
+                    if operation.isUpdate, case .object(let members) = operation.json {
+                        var children: [Path: Node] = [:]
+                        for (key, value) in members {
+                            let relative = Path(key)
+                            let absolute = operation.path.child(relative)
+                            children[relative] = try Node(
+                                json: value, at: absolute, existing: state.tree.completeEventCache(at: absolute),
+                                serverValues: context)
+                        }
+                        events += state.tree.applyServerMerge(children, at: operation.path)
+                    } else {
+                        let node = try Node(
+                            json: operation.json, at: operation.path,
+                            existing: state.tree.completeEventCache(at: operation.path), serverValues: context)
+                        events += state.tree.applyServerOverwrite(node, at: operation.path)
+                    }
+                } catch {
+                    logger.warning("could not apply an onDisconnect write locally", metadata: ["error": "\(error)"])
+                }
+            }
+            state.localDisconnects = []
+            dispatch(events, in: &state)
+            defer { state.requests = [:] }
+            return Array(state.requests.values)
+        }
+        for answer in answers { answer("disconnected", .null) }
+        logger.debug("disconnected")
+    }
+
+    // MARK: Messages
+
+    /// One message from the server. A message the client cannot apply is logged and the
+    /// connection reset; the app never sees it.
+    private func handle(_ message: ServerMessage) {
+        switch message {
+        case .response(let number, let status, let data):
+            let answer = state.withLock { $0.requests.removeValue(forKey: number) }
+            answer?(status, data)
+        case .overwrite(let pathText, let data, let tag):
+            apply(pathText, reset: "a data push") { state, path in
+                let node = try Node(json: data)
+                if let tag { return state.tree.applyTaggedOverwrite(node, at: path, tag: tag) }
+                return state.tree.applyServerOverwrite(node, at: path)
+            }
+        case .merge(let pathText, let data, let tag):
+            apply(pathText, reset: "a merge push") { state, path in
+                guard case .object(let members) = data else { throw TreeError.invalidJSON(reason: "merge data") }
+                var children: [Path: Node] = [:]
+                for (key, value) in members { children[try Path(validating: key)] = try Node(json: value) }
+                if let tag { return state.tree.applyTaggedMerge(children, at: path, tag: tag) }
+                return state.tree.applyServerMerge(children, at: path)
+            }
+        case .listenRevoked(let pathText, let query):
+            state.withLock { state in
+                let params = (try? QueryParams(wireObject: query)) ?? .default
+                let spec = QuerySpec(path: Path(pathText), params: params)
+                let key = Self.listenKey(spec)
+                state.listens[key] = nil
+                state.listenOrder.removeAll { $0 == key }
+                let events = state.tree.listenCompleted(spec, status: "permission_denied")
+                sendListenRequests(in: &state)
+                dispatch(events, in: &state)
+            }
+        case .authRevoked(let status, let reason):
+            logger.warning(
+                "the server revoked this client's credential", metadata: ["status": "\(status)", "reason": "\(reason)"])
+        case .reset(let host):
+            logger.info("the server asked to reconnect elsewhere", metadata: ["host": "\(host)"])
+            state.withLock { $0.link?.close() }
+        case .shutdown(let reason):
+            logger.error("the server shut this client out; not reconnecting", metadata: ["reason": "\(reason)"])
+            interrupt()
+        case .error(let text):
+            logger.warning("the server reported an error", metadata: ["error": "\(text)"])
+        case .ping:
+            state.withLock { _ = $0.link?.send(.pong) }
+        case .pong, .hello:
+            break
+        }
+    }
+
+    private func apply(
+        _ pathText: String, reset what: String, _ body: (inout State, Path) throws -> [Event]
+    ) {
+        state.withLock { state in
+            do {
+                let path = try Path(validating: pathText)
+                let events = try body(&state, path)
+                dispatch(events, in: &state)
+            } catch {
+                logger.error(
+                    "could not apply \(what) from the server; resetting the connection",
+                    metadata: ["path": "\(pathText)", "error": "\(error)"])
+                state.link?.close()
+            }
+        }
+    }
+
+    // MARK: Waiting for a connection
+
+    /// Returns once connected or after `timeout`, whichever comes first.
+    func waitForConnection(timeout: Duration) async {
+        let id = UUID()
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { state in
+                if state.connected { return true }
+                state.connectionWaiters[id] = waiter
+                return false
+            }
+            if ready {
+                waiter.resume()
+                return
+            }
+            Task { [self] in
+                try? await Task.sleep(for: timeout)
+                state.withLock { $0.connectionWaiters.removeValue(forKey: id) }?.resume()
+            }
+        }
+    }
+}

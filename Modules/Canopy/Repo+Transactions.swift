@@ -1,0 +1,203 @@
+import Dispatch
+import Query
+import SyncEngine
+import Synchronization
+import Transport
+import Tree
+
+/// A transaction in progress.
+struct TransactionState: Sendable {
+    let path: Path
+    let ref: DatabaseReference
+    let update: @Sendable (MutableData) -> TransactionResult
+    let completion: @Sendable ((any Error)?, Bool, DataSnapshot?) -> Void
+    let applyLocally: Bool
+    /// Keeps the location synced while the transaction runs, so a `datastale` rerun sees fresh data.
+    let observer: DatabaseHandle
+    var retries = 0
+    /// The local write of the current attempt, and what it wrote.
+    var writeID: Int?
+    var output: Node?
+    /// Part of the put in flight.
+    var sent = false
+    /// Set when a `setValue` wrote over the location while the put was in flight.
+    var overridden = false
+}
+
+extension Repo {
+    /// Runs `update` on the current data at `ref` and writes its result with a compare-and-set;
+    /// reruns it on fresh data when the server's data differed (`datastale`), up to 25 times.
+    ///
+    /// As the official clients do, the transactions of one client at one location form a queue:
+    /// each runs on the output of the one before, and all of them go to the server in one put
+    /// (compared against the data the first ran on), so a client's own transactions never compete
+    /// with each other.
+    func runTransaction(
+        at ref: DatabaseReference, update: @escaping @Sendable (MutableData) -> TransactionResult,
+        completion: @escaping @Sendable ((any Error)?, Bool, DataSnapshot?) -> Void, applyLocally: Bool
+    ) {
+        let observer = addObserver(query: ref, types: [.value], callback: .none, cancel: nil, once: false)
+        state.withLock { state in
+            let id = state.nextTransactionID
+            state.nextTransactionID += 1
+            state.transactions[id] = TransactionState(
+                path: ref.path, ref: ref, update: update, completion: completion, applyLocally: applyLocally,
+                observer: observer)
+        }
+        sendTransactions(at: ref.path)
+    }
+
+    /// Runs and sends the queue at `path`, unless a put of it is already in flight.
+    func sendTransactions(at path: Path) {
+        // Take the queue and the data it starts from; earlier attempts' local writes are reverted.
+        guard
+            let (ids, base) = state.withLock({ state -> ([Int], Node)? in
+                let queue = state.transactions.filter { $0.value.path == path }.sorted { $0.key < $1.key }
+                guard !queue.isEmpty, !queue.contains(where: { $0.value.sent }),
+                    state.transactionRuns.insert(path).inserted
+                else { return nil }
+                for (id, transaction) in queue {
+                    if let writeID = transaction.writeID {
+                        dispatch(state.tree.ackUserWrite(writeID: writeID, revert: true), in: &state)
+                        state.transactions[id]?.writeID = nil
+                    }
+                    state.transactions[id]?.output = nil
+                }
+                return (queue.map(\.key), state.tree.completeEventCache(at: path))
+            })
+        else { return }
+        // Update blocks run outside the lock, each on the output of the one before.
+        var input = base
+        var outputs: [(id: Int, result: Node?, problem: DatabaseError?)] = []
+        for id in ids {
+            guard let update = state.withLock({ $0.transactions[id]?.update }) else { continue }
+            let data = MutableData(node: input)
+            let result = update(data)
+            if let written = result.data {
+                if let problem = written.root.problem {
+                    outputs.append((id, nil, problem))
+                } else {
+                    input = written.root.node
+                    outputs.append((id, written.root.node, nil))
+                }
+            } else {
+                outputs.append((id, nil, nil))
+            }
+        }
+        let runAgain = state.withLock { state -> Bool in
+            defer { state.transactionRuns.remove(path) }
+            var last: Node?
+            var sentIDs: [Int] = []
+            for (id, result, problem) in outputs {
+                guard var transaction = state.transactions[id] else { continue }
+                guard let result else {
+                    finish(
+                        id, error: problem, committed: false, node: state.tree.completeEventCache(at: path), in: &state)
+                    continue
+                }
+                let writeID = state.nextWriteID
+                state.nextWriteID += 1
+                transaction.writeID = writeID
+                transaction.output = result
+                transaction.overridden = false
+                dispatch(
+                    state.tree.applyUserOverwrite(
+                        result, at: path, writeID: writeID, visible: transaction.applyLocally),
+                    in: &state)
+                state.transactions[id] = transaction
+                sentIDs.append(id)
+                last = result
+            }
+            guard let last else {
+                // Everything aborted; transactions queued meanwhile still need a run.
+                return state.transactions.values.contains { $0.path == path }
+            }
+            let action = ClientAction.put(path: path.wireString, data: last.json(exportFormat: true), hash: base.hash)
+            let sent = send(action, in: &state) { [self, sentIDs] status, data in
+                answered(sentIDs, at: path, status: status, data: data)
+            }
+            for id in sentIDs { state.transactions[id]?.sent = sent }
+            return false
+        }
+        if runAgain { sendTransactions(at: path) }
+    }
+
+    private func answered(_ ids: [Int], at path: Path, status: String, data: JSONValue) {
+        let rerun = state.withLock { state -> Bool in
+            for id in ids { state.transactions[id]?.sent = false }
+            switch status {
+            case "disconnected":
+                // Run again, on fresh data, once connected.
+                return false
+            case "ok":
+                for id in ids {
+                    guard let transaction = state.transactions[id], let writeID = transaction.writeID else { continue }
+                    dispatch(state.tree.ackUserWrite(writeID: writeID), in: &state)
+                    state.transactions[id]?.writeID = nil
+                    finish(id, error: nil, committed: true, node: transaction.output ?? .empty, in: &state)
+                }
+                // Transactions queued while this put was in flight go next.
+                return true
+            case "datastale":
+                for id in ids {
+                    guard var transaction = state.transactions[id] else { continue }
+                    transaction.retries += 1
+                    state.transactions[id] = transaction
+                    let current = state.tree.completeEventCache(at: path)
+                    if transaction.overridden {
+                        finish(
+                            id, error: DatabaseError.transactionOverriddenBySet, committed: false, node: current,
+                            in: &state)
+                    } else if transaction.retries >= 25 {
+                        finish(
+                            id, error: DatabaseError.transactionMaxRetries, committed: false, node: current, in: &state)
+                    }
+                }
+                return true
+            default:
+                let error = DatabaseError.server(status: status, message: data.stringValue ?? status)
+                for id in ids {
+                    finish(
+                        id, error: error, committed: false, node: state.tree.completeEventCache(at: path), in: &state)
+                }
+                return true
+            }
+        }
+        if rerun { sendTransactions(at: path) }
+    }
+
+    /// Ends transaction `id`: its pending write (if any) is reverted, its observer removed and its
+    /// completion told, with a snapshot of `node`.
+    private func finish(_ id: Int, error: (any Error)?, committed: Bool, node: Node, in state: inout State) {
+        guard let transaction = state.transactions.removeValue(forKey: id) else { return }
+        if let writeID = transaction.writeID {
+            dispatch(state.tree.ackUserWrite(writeID: writeID, revert: true), in: &state)
+        }
+        let snapshot = DataSnapshot(ref: transaction.ref, node: node)
+        let completion = transaction.completion
+        state.callbackQueue.async { completion(error, committed, snapshot) }
+        let observer = transaction.observer
+        Task { [self] in removeObserver(observer) }
+    }
+
+    /// A `setValue` or update wrote at `path`: transactions at, above or below it are overridden
+    /// (at once when not in flight, on the server's answer when they are).
+    func abortTransactions(overlapping path: Path, in state: inout State) {
+        for (id, transaction) in state.transactions
+        where transaction.path.contains(path) || path.contains(transaction.path) {
+            if transaction.sent {
+                state.transactions[id]?.overridden = true
+            } else {
+                finish(
+                    id, error: DatabaseError.transactionOverriddenBySet, committed: false,
+                    node: state.tree.completeEventCache(at: transaction.path), in: &state)
+            }
+        }
+    }
+
+    /// After a reconnect: queues whose put was cut off run again on fresh data.
+    func rerunUnsentTransactions() {
+        let paths = state.withLock { state in Set(state.transactions.values.map(\.path)) }
+        for path in paths { sendTransactions(at: path) }
+    }
+}

@@ -1,0 +1,201 @@
+import Dispatch
+import Foundation
+import Logging
+import Query
+import SyncEngine
+import Synchronization
+import Transport
+import Tree
+
+extension Repo {
+    /// Validates `json` as a write at `path` and resolves its server values with this client's
+    /// estimate of the server's clock (for the optimistic events; the server resolves them again).
+    func node(_ json: JSONValue, at path: Path, in state: State) throws(DatabaseError) -> Node {
+        do {
+            let existing = json.containsServerValue ? state.tree.completeEventCache(at: path) : .empty
+            return try Node(
+                json: json, at: path, existing: existing, serverValues: ServerValueContext(now: serverTime(state)))
+        } catch {
+            throw Self.databaseError(error, at: path)
+        }
+    }
+
+    static func databaseError(_ error: TreeError, at path: Path) -> DatabaseError {
+        if case .invalidPath(let text, let reason) = error { return .invalidPath(text, reason: reason) }
+        return .invalidValue("/" + path.wireString, reason: error.description)
+    }
+
+    /// Hands `error` (or success) to `completion` on the callback queue.
+    func complete(
+        _ completion: @escaping @Sendable (DatabaseError?) -> Void, with error: DatabaseError?, in state: State
+    ) {
+        state.callbackQueue.async { completion(error) }
+    }
+
+    /// `setValue`: raises local events at once, then sends the write; `completion` learns the
+    /// server's answer.
+    func set(_ json: JSONValue, at path: Path, completion: @escaping @Sendable (DatabaseError?) -> Void) {
+        state.withLock { state in
+            let node: Node
+            do throws(DatabaseError) {
+                node = try self.node(json, at: path, in: state)
+            } catch {
+                complete(completion, with: error, in: state)
+                return
+            }
+            abortTransactions(overlapping: path, in: &state)
+            let id = state.nextWriteID
+            state.nextWriteID += 1
+            let events = state.tree.applyUserOverwrite(node, at: path, writeID: id)
+            state.writes[id] = PendingWrite(
+                action: .put(path: path.wireString, data: json, hash: nil), completion: completion)
+            sendWrite(id, in: &state)
+            dispatch(events, in: &state)
+        }
+    }
+
+    /// `updateChildValues`: each member is a path relative to `path`.
+    func update(_ members: [String: JSONValue], at path: Path, completion: @escaping @Sendable (DatabaseError?) -> Void)
+    {
+        state.withLock { state in
+            var children: [Path: Node] = [:]
+            do throws(DatabaseError) {
+                for (key, value) in members {
+                    let relative: Path
+                    do throws(TreeError) {
+                        relative = try Path(validating: key)
+                    } catch {
+                        throw Self.databaseError(error, at: path)
+                    }
+                    children[relative] = try self.node(value, at: path.child(relative), in: state)
+                }
+                do throws(TreeError) {
+                    try UpdateValidation.checkNoOverlap(children.keys)
+                } catch {
+                    throw Self.databaseError(error, at: path)
+                }
+            } catch {
+                complete(completion, with: error, in: state)
+                return
+            }
+            if children.isEmpty {
+                complete(completion, with: nil, in: state)
+                return
+            }
+            for relative in children.keys { abortTransactions(overlapping: path.child(relative), in: &state) }
+            let id = state.nextWriteID
+            state.nextWriteID += 1
+            let events = state.tree.applyUserMerge(children, at: path, writeID: id)
+            state.writes[id] = PendingWrite(
+                action: .merge(path: path.wireString, data: .object(members)), completion: completion)
+            sendWrite(id, in: &state)
+            dispatch(events, in: &state)
+        }
+    }
+
+    /// Sends write `id` if connected; otherwise it waits for the next connection.
+    func sendWrite(_ id: Int, in state: inout State) {
+        guard let write = state.writes[id] else { return }
+        let sent = send(write.action, in: &state) { [self] status, data in
+            writeAnswered(id, status: status, data: data)
+        }
+        state.writes[id]?.sent = sent
+    }
+
+    private func writeAnswered(_ id: Int, status: String, data: JSONValue) {
+        // A write cut off by a lost connection is sent again, in order, on the next one.
+        if status == "disconnected" { return }
+        state.withLock { state in
+            guard let write = state.writes.removeValue(forKey: id) else { return }
+            let events = state.tree.ackUserWrite(writeID: id, revert: status != "ok")
+            dispatch(events, in: &state)
+            let error: DatabaseError? =
+                status == "ok" ? nil : .server(status: status, message: data.stringValue ?? status)
+            complete(write.completion, with: error, in: state)
+        }
+    }
+
+    /// `purgeOutstandingWrites()`: forgets every write not yet acknowledged; their local events are
+    /// reverted and their completions get ``DatabaseError/writeCanceled``.
+    func purgeOutstandingWrites() {
+        state.withLock { state in
+            for id in state.writes.keys.sorted() {
+                guard let write = state.writes.removeValue(forKey: id) else { continue }
+                dispatch(state.tree.ackUserWrite(writeID: id, revert: true), in: &state)
+                complete(write.completion, with: .writeCanceled, in: state)
+            }
+        }
+    }
+
+    // MARK: onDisconnect
+
+    /// Registers an onDisconnect operation with the server (now, or once connected). Once the
+    /// server accepted it, the client also applies it locally if the connection is lost.
+    func onDisconnect(_ action: ClientAction, completion: @escaping @Sendable (DatabaseError?) -> Void) {
+        state.withLock { state in
+            let request = QueuedRequest(action: action) { [self] status, data in
+                self.state.withLock { state in
+                    if status == "disconnected" {
+                        state.queued.append(QueuedRequest(action: action) { _, _ in })
+                        return
+                    }
+                    if status == "ok" { recordLocally(action, in: &state) }
+                    let error: DatabaseError? =
+                        status == "ok" ? nil : .server(status: status, message: data.stringValue ?? status)
+                    complete(completion, with: error, in: state)
+                }
+            }
+            sendOrQueue(request, in: &state)
+        }
+    }
+
+    func sendOrQueue(_ request: QueuedRequest, in state: inout State) {
+        if !send(request.action, in: &state, answer: request.completion) { state.queued.append(request) }
+    }
+
+    private func recordLocally(_ action: ClientAction, in state: inout State) {
+        switch action {
+        case .onDisconnectPut(let path, let data):
+            state.localDisconnects.append((Path(path), data, false))
+        case .onDisconnectMerge(let path, let data):
+            state.localDisconnects.append((Path(path), data, true))
+        case .onDisconnectCancel(let path):
+            let location = Path(path)
+            state.localDisconnects.removeAll { location.contains($0.path) }
+        default:
+            break
+        }
+    }
+
+    // MARK: Reads
+
+    /// `getData()`: the server's answer when connected (or connected within 3 s), else what the
+    /// client holds for the query, else ``DatabaseError/offline(_:)``.
+    func get(_ query: DatabaseQuery) async throws(DatabaseError) -> DataSnapshot {
+        let spec = query.spec
+        if spec.path.front == .info {
+            let info = state.withLock { infoNode($0) }
+            return DataSnapshot(ref: query.ref, node: info.child(at: spec.path.popFront()), index: spec.params.index)
+        }
+        start()
+        if !state.withLock({ $0.connected }) { await waitForConnection(timeout: .seconds(3)) }
+        let answer: (status: String, data: JSONValue)? = await withCheckedContinuation { continuation in
+            let sent = state.withLock { state in
+                send(.get(path: spec.path.wireString, query: spec.params.wireObject), in: &state) { status, data in
+                    continuation.resume(returning: (status, data))
+                }
+            }
+            if !sent { continuation.resume(returning: nil) }
+        }
+        if let answer, answer.status == "ok", let node = try? Node(json: answer.data) {
+            return DataSnapshot(ref: query.ref, node: node, index: spec.params.index)
+        }
+        if let answer, answer.status != "ok", answer.status != "disconnected" {
+            throw .server(status: answer.status, message: answer.data.stringValue ?? answer.status)
+        }
+        guard let cached = state.withLock({ $0.tree.cachedValue(for: spec) }) else {
+            throw .offline("/" + spec.path.wireString)
+        }
+        return DataSnapshot(ref: query.ref, node: cached, index: spec.params.index)
+    }
+}

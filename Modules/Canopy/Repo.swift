@@ -1,0 +1,306 @@
+import Dispatch
+import Foundation
+import Logging
+import Query
+import SyncEngine
+import Synchronization
+import Transport
+import Tree
+
+/// One database's client state: the sync tree (server data and pending writes), the listeners,
+/// and the connection to the server.
+///
+/// Threading: every call changes the state under one lock and returns at once; events are handed
+/// to the database's callback queue in the order they happened, and messages are queued on the
+/// connection in the order the calls were made, so the server sees writes in app order. No app
+/// code ever runs under the lock.
+final class Repo: Sendable {
+    let endpoint: RealtimeEndpoint
+    let logger: Logger
+    let connector: Connector
+    let state: Mutex<State>
+    let listenRequests: ListenRequests
+    /// The connection loop, started on first use.
+    private let loop = Mutex<Task<Void, Never>?>(nil)
+
+    /// A listener: what it listens to and whom to tell.
+    struct Observer: Sendable {
+        enum Callback: Sendable {
+            case value(@Sendable (DataSnapshot) -> Void)
+            case child(@Sendable (DataSnapshot, String?) -> Void)
+            /// Keeps data synced with nothing to tell (`keepSynced`, a running transaction).
+            case none
+        }
+
+        let query: DatabaseQuery
+        let registration: EventRegistration
+        let callback: Callback
+        let cancel: (@Sendable (any Error) -> Void)?
+        /// Removed after its first event (`observeSingleEvent`).
+        let once: Bool
+    }
+
+    /// A write sent (or to be sent) to the server, kept until it is answered.
+    struct PendingWrite: Sendable {
+        let action: ClientAction
+        let completion: @Sendable (DatabaseError?) -> Void
+        var sent = false
+    }
+
+    /// An onDisconnect request made while offline, sent once connected.
+    struct QueuedRequest: Sendable {
+        let action: ClientAction
+        let completion: @Sendable (String, JSONValue) -> Void
+    }
+
+    /// A listen the server should have: the query and the tag of a filtered one.
+    struct ListenState: Sendable {
+        let query: QuerySpec
+        let tag: Int?
+    }
+
+    struct State: Sendable {
+        var tree: SyncTree
+        var info: SyncTree
+        var callbackQueue: DispatchQueue
+        var observers: [Int: Observer] = [:]
+        var nextHandle = 1
+        var nextWriteID = 0
+        var writes: [Int: PendingWrite] = [:]
+        var listens: [String: ListenState] = [:]
+        var listenOrder: [String] = []
+        var queued: [QueuedRequest] = []
+        /// onDisconnect writes this client registered, applied locally when the connection is lost.
+        var localDisconnects: [(path: Path, json: JSONValue, isUpdate: Bool)] = []
+        // Connection
+        var link: (any ServerLink)?
+        var connected = false
+        var interrupted = false
+        var lastSessionID: String?
+        var serverTimeOffset: Double = 0
+        var nextRequestNumber = 0
+        var requests: [Int: @Sendable (String, JSONValue) -> Void] = [:]
+        var reconnectWait: Task<Void, any Error>?
+        var connectionWaiters: [UUID: CheckedContinuation<Void, Never>] = [:]
+        var transactions: [Int: TransactionState] = [:]
+        /// Locations whose transaction queue is being run (its update blocks are running).
+        var transactionRuns: Set<Path> = []
+        var nextTransactionID = 0
+        /// `keepSynced(true)` queries and the observer that keeps each synced.
+        var kept: [String: DatabaseHandle] = [:]
+    }
+
+    init(endpoint: RealtimeEndpoint, callbackQueue: DispatchQueue, connector: @escaping Connector, logger: Logger) {
+        self.endpoint = endpoint
+        self.logger = logger
+        self.connector = connector
+        let requests = ListenRequests()
+        listenRequests = requests
+        state = Mutex(
+            State(
+                tree: SyncTree(listenProvider: requests), info: SyncTree(listenProvider: NoListens()),
+                callbackQueue: callbackQueue))
+    }
+
+    /// What `.info` holds: `connected` and `serverTimeOffset`.
+    func infoNode(_ state: State) -> Node {
+        Node(children: [
+            (ChildKey("connected"), Node(.bool(state.connected))),
+            (ChildKey("serverTimeOffset"), Node(.number(state.serverTimeOffset))),
+        ])
+    }
+
+    static let connectedPath: Path = ".info/connected"
+    static let offsetPath: Path = ".info/serverTimeOffset"
+
+    /// Starts connecting (once).
+    func start() {
+        loop.withLock { loop in
+            guard loop == nil else { return }
+            loop = Task { [self] in await runConnection() }
+        }
+    }
+
+    /// Stops connecting for good (the database is released).
+    func stop() {
+        loop.withLock { $0?.cancel() }
+        state.withLock { $0.link?.close() }
+    }
+
+    // MARK: Time
+
+    /// The server's clock as this client estimates it, in milliseconds since 1970.
+    func serverTime(_ state: State) -> Double {
+        (Date().timeIntervalSince1970 * 1000 + state.serverTimeOffset).rounded()
+    }
+
+    // MARK: Events
+
+    /// Hands `events` to their listeners on the callback queue, in order. Call under the lock.
+    func dispatch(_ events: [Event], in state: inout State) {
+        for event in events {
+            let id = event.registration.id
+            guard let observer = state.observers[id] else { continue }
+            switch event {
+            case .cancel(_, _, let error):
+                state.observers[id] = nil
+                if let cancel = observer.cancel {
+                    let failure = DatabaseError.server(status: error, message: "the listen was refused: \(error)")
+                    state.callbackQueue.async { cancel(failure) }
+                }
+            case .data(_, let path, let change):
+                let ref = observer.query.ref.database.reference(at: path)
+                let index = observer.query.params.index
+                switch observer.callback {
+                case .value(let callback):
+                    let snapshot = DataSnapshot(ref: ref, node: change.node, index: index)
+                    state.callbackQueue.async { callback(snapshot) }
+                case .child(let callback):
+                    let name = change.childName?.string ?? ""
+                    let snapshot = DataSnapshot(ref: ref.child(name), node: change.node, index: index)
+                    let previous = change.prevName?.string
+                    state.callbackQueue.async { callback(snapshot, previous) }
+                case .none:
+                    break
+                }
+                if observer.once { removeObserver(id, in: &state) }
+            }
+        }
+    }
+
+    // MARK: Listeners
+
+    /// Adds a listener; its first events (from cached data) are delivered at once.
+    func addObserver(
+        query: DatabaseQuery, types: Set<EventType>, callback: Observer.Callback,
+        cancel: (@Sendable (any Error) -> Void)?, once: Bool
+    ) -> DatabaseHandle {
+        state.withLock { state in
+            let handle = state.nextHandle
+            state.nextHandle += 1
+            let registration = EventRegistration(id: handle, types: types)
+            state.observers[handle] = Observer(
+                query: query, registration: registration, callback: callback, cancel: cancel, once: once)
+            let spec = query.spec
+            let events: [Event]
+            if spec.path.front == .info {
+                // `.info` data lives in the repo; the new view learns it now.
+                events =
+                    state.info.addRegistration(registration, for: spec)
+                    + state.info.applyServerOverwrite(infoNode(state), at: .root.child(.info))
+            } else {
+                events = state.tree.addRegistration(registration, for: spec)
+                sendListenRequests(in: &state)
+            }
+            dispatch(events, in: &state)
+            return DatabaseHandle(handle)
+        }
+    }
+
+    /// `keepSynced`: an observer with nothing to tell keeps the query's listen up.
+    func keepSynced(_ query: DatabaseQuery, _ keep: Bool) {
+        let key = Self.listenKey(query.spec)
+        if keep {
+            guard state.withLock({ $0.kept[key] == nil }) else { return }
+            let handle = addObserver(query: query, types: [.value], callback: .none, cancel: nil, once: false)
+            state.withLock { $0.kept[key] = handle }
+        } else if let handle = state.withLock({ $0.kept.removeValue(forKey: key) }) {
+            removeObserver(handle)
+        }
+    }
+
+    func removeObserver(_ handle: DatabaseHandle) {
+        state.withLock { state in removeObserver(Int(handle), in: &state) }
+    }
+
+    /// Removes every listener of `query`'s location and parameters (all of a location's for a
+    /// reference).
+    func removeAllObservers(of query: DatabaseQuery) {
+        state.withLock { state in
+            let spec = query.spec
+            for (id, observer) in state.observers where observer.query.spec == spec {
+                removeObserver(id, in: &state)
+            }
+        }
+    }
+
+    private func removeObserver(_ id: Int, in state: inout State) {
+        guard let observer = state.observers.removeValue(forKey: id) else { return }
+        let spec = observer.query.spec
+        if spec.path.front == .info {
+            _ = state.info.removeRegistration(observer.registration, for: spec)
+        } else {
+            _ = state.tree.removeRegistration(observer.registration, for: spec)
+            sendListenRequests(in: &state)
+        }
+    }
+
+    /// Turns the listens the sync tree asked for into requests (or remembers them until connected).
+    func sendListenRequests(in state: inout State) {
+        for request in listenRequests.take() {
+            switch request {
+            case .start(let query, let tag):
+                let key = Self.listenKey(query)
+                if state.listens[key] == nil { state.listenOrder.append(key) }
+                state.listens[key] = ListenState(query: query, tag: tag)
+                if state.connected { sendListen(key, in: &state) }
+            case .stop(let query, let tag):
+                let key = Self.listenKey(query)
+                guard state.listens.removeValue(forKey: key) != nil else { continue }
+                state.listenOrder.removeAll { $0 == key }
+                send(.unlisten(path: query.path.wireString, query: query.params.wireObject, tag: tag), in: &state) {
+                    _, _ in
+                }
+            }
+        }
+    }
+
+    static func listenKey(_ query: QuerySpec) -> String { query.path.wireString + "|" + query.params.queryIdentifier }
+
+    func sendListen(_ key: String, in state: inout State) {
+        guard let listen = state.listens[key] else { return }
+        let query = listen.query
+        let hash = state.tree.serverCacheHash(for: query)
+        let action = ClientAction.listen(
+            path: query.path.wireString, query: query.params.wireObject, tag: listen.tag, hash: hash)
+        send(action, in: &state) { [self] status, data in
+            // A listen cut off by a lost connection is sent again on the next one.
+            if status == "disconnected" { return }
+            self.state.withLock { state in
+                if status != "ok" {
+                    logger.warning("listen refused", metadata: ["path": "\(query.path)", "status": "\(status)"])
+                }
+                if case .array(let warnings)? = data["w"], warnings.contains(.string("no_index")) {
+                    logger.warning(
+                        "using an unindexed query; add .indexOn to the rules for better performance",
+                        metadata: ["path": "\(query.path)"])
+                }
+                guard state.listens[key] != nil else { return }
+                if status != "ok" {
+                    state.listens[key] = nil
+                    state.listenOrder.removeAll { $0 == key }
+                }
+                let events = state.tree.listenCompleted(query, status: status)
+                sendListenRequests(in: &state)
+                dispatch(events, in: &state)
+            }
+        }
+    }
+
+    // MARK: Requests
+
+    /// Sends `action` now if connected (returns false otherwise, and `answer` never runs). `answer`
+    /// runs outside the lock with the status and data of the server's answer, or `disconnected`
+    /// when the connection ends first.
+    @discardableResult
+    func send(
+        _ action: ClientAction, in state: inout State, answer: @escaping @Sendable (String, JSONValue) -> Void
+    ) -> Bool {
+        guard let link = state.link, state.connected else { return false }
+        let number = state.nextRequestNumber
+        state.nextRequestNumber += 1
+        state.requests[number] = answer
+        link.send(.request(ClientRequest(number: number, action: action)))
+        return true
+    }
+}

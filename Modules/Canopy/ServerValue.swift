@@ -1,0 +1,19 @@
+import Tree
+
+/// Placeholders the server fills in when it applies a write (Firebase's `ServerValue`).
+///
+/// ```swift
+/// ref.child("lastOnline").onDisconnectSetValue(ServerValue.timestamp())
+/// ref.child("visits").setValue(ServerValue.increment(1))
+/// ```
+public enum ServerValue {
+    /// The server's time, in milliseconds since 1970, when the write is applied.
+    public static func timestamp() -> [String: Any] { [".sv": "timestamp"] }
+
+    /// Adds `delta` to the number stored at the location (a missing or non-number value counts
+    /// as 0), atomically on the server.
+    public static func increment(_ delta: Double) -> [String: Any] { [".sv": ["increment": delta]] }
+
+    /// Adds `delta` to the number stored at the location.
+    public static func increment(_ delta: Int) -> [String: Any] { [".sv": ["increment": delta]] }
+}

@@ -1,0 +1,70 @@
+import CanopyServer
+import CanopyTesting
+import Foundation
+import Testing
+
+@testable import Canopy
+
+/// The guide's samples against a real server, through `Database.database()` (the URL in
+/// `CANOPY_DATABASE_URL`), as the guide says they behave.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct GuideSampleTests {
+    @Test func thePresenceSampleKeepsExactlyTheLiveDevicesAndTheServerSetsLastOnline() async throws {
+        try await withServer { server in
+            setenv("CANOPY_DATABASE_URL", "http://127.0.0.1:\(server.port)?ns=guide", 1)
+            defer { unsetenv("CANOPY_DATABASE_URL") }
+            let device = Database.database()
+            sample8Presence()
+            sample5ConnectionState()
+            sample7ClockSkew()
+            // A second device running the same code, then vanishing without a clean close.
+            let other = makeDatabase(server, namespace: "guide")
+            let otherConnections = other.reference(withPath: "users/morgan/connections")
+            other.reference(withPath: ".info/connected").observe(.value) { snapshot in
+                guard snapshot.value as? Bool == true else { return }
+                let con = otherConnections.childByAutoId()
+                con.onDisconnectRemoveValue()
+                con.setValue(true)
+            }
+            let watcher = makeDatabase(server, namespace: "guide")
+            let connections = Recorder<Int>()
+            watcher.reference(withPath: "users/morgan/connections").observe(.value) {
+                connections.record(Int($0.childrenCount))
+            }
+            #expect(await connections.wait { $0.last == 2 }, "both devices are connected: \(connections.all)")
+
+            device.goOffline()
+            #expect(await connections.wait { $0.last == 1 }, "only the live device remains: \(connections.all)")
+            let lastOnline = try await watcher.reference(withPath: "users/morgan/lastOnline").getData()
+            let stamp = try #require(lastOnline.value as? Double)
+            #expect(abs(stamp - Date().timeIntervalSince1970 * 1000) < 60_000, "set by the server's clock")
+
+            other.goOffline()
+            #expect(await connections.wait { $0.last == 0 })
+            device.goOnline()
+            #expect(await connections.wait { $0.last == 1 }, "the device is back: \(connections.all)")
+        }
+    }
+
+    @Test func theOnDisconnectSampleLeavesNothingAfterItsCancel() async throws {
+        try await withServer { server in
+            setenv("CANOPY_DATABASE_URL", "http://127.0.0.1:\(server.port)?ns=guide4", 1)
+            defer { unsetenv("CANOPY_DATABASE_URL") }
+            sample4OnDisconnect()
+            sample6ServerTimestamp()
+            let database = Database.database()
+            // Every request above was answered once a later one is.
+            try await database.reference(withPath: "marker").setValue(true)
+            try await Task.sleep(for: .milliseconds(100))
+            database.goOffline()
+            let watcher = makeDatabase(server, namespace: "guide4")
+            let lastOnline = Recorder<Double>()
+            watcher.reference(withPath: "users/morgan/lastOnline").observe(.value) {
+                if let value = $0.value as? Double { lastOnline.record(value) }
+            }
+            #expect(await lastOnline.wait { !$0.isEmpty }, "sample 6's onDisconnect timestamp ran")
+            let message = try await watcher.reference(withPath: "disconnectmessage").getData()
+            #expect(!message.exists(), "sample 4 cancelled its operations: \(message)")
+        }
+    }
+}

@@ -1,0 +1,220 @@
+import CanopyServer
+import CanopyTesting
+import Foundation
+import Testing
+import Tree
+
+@testable import Canopy
+
+/// The SDK online, against a real server over real sockets.
+@Suite(.timeLimit(.minutes(2)))
+struct OnlineTests {
+    @Test func aWriteIsSeenByAnotherClientAndAcknowledged() async throws {
+        try await withServer { server in
+            let (writer, reader) = (makeDatabase(server), makeDatabase(server))
+            let seen = Recorder<Int>()
+            reader.reference(withPath: "users/ada").observe(.value) { snapshot in
+                if let score = (snapshot.value as? [String: Any])?["score"] as? Int { seen.record(score) }
+            }
+            try await writer.reference(withPath: "users/ada").setValue(["name": "Ada", "score": 36])
+            let arrived = await seen.wait { $0.last == 36 }
+            #expect(arrived, "\(seen.all)")
+            let snapshot = try await reader.reference(withPath: "users/ada/name").getData()
+            #expect(snapshot.value as? String == "Ada")
+        }
+    }
+
+    @Test func localEventsComeAtOnceAndTheCompletionAfterTheServer() async throws {
+        try await withServer { server in
+            let database = makeDatabase(server)
+            let ref = database.reference(withPath: "counter")
+            let events = Recorder<String>()
+            ref.observe(.value) { snapshot in events.record("value \(snapshot.value.map { "\($0)" } ?? "nil")") }
+            await events.wait { !$0.isEmpty }
+            ref.setValue(7) { error, _ in events.record("done \(error.map { "\($0)" } ?? "ok")") }
+            let completed = await events.wait { $0.contains("done ok") }
+            let all = events.all
+            #expect(completed, "no completion: \(all)")
+            let value = all.firstIndex(of: "value 7")
+            let done = all.firstIndex(of: "done ok")
+            #expect(value != nil && done != nil && (value ?? 0) < (done ?? 0), "events: \(all)")
+        }
+    }
+
+    @Test func childEventsFollowAQueryWindow() async throws {
+        try await withServer { server in
+            let database = makeDatabase(server)
+            let scores = database.reference(withPath: "scores")
+            try await scores.setValue(["a": 1, "b": 5, "c": 3, "d": 9])
+            let added = Recorder<String>()
+            scores.queryOrderedByValue().queryLimited(toLast: 2).observe(.childAdded) { added.record($0.key) }
+            #expect(await added.wait { Set($0) == ["b", "d"] }, "\(added.all)")
+            try await scores.child("e").setValue(7)
+            #expect(await added.wait { $0.contains("e") }, "\(added.all)")
+        }
+    }
+
+    @Test func infoConnectedFollowsTheConnection() async throws {
+        try await withServer { server in
+            let database = makeDatabase(server)
+            let states = Recorder<Bool>()
+            database.reference(withPath: ".info/connected").observe(.value) {
+                states.record($0.value as? Bool ?? false)
+            }
+            #expect(await states.wait { $0.first == false && $0.last == true }, "\(states.all)")
+            database.goOffline()
+            #expect(await states.wait { $0.last == false })
+            database.goOnline()
+            #expect(await states.wait { $0.last == true })
+            let offset = try await database.reference(withPath: ".info/serverTimeOffset").getData()
+            #expect(offset.value as? Double != nil)
+        }
+    }
+
+    @Test func writesMadeOfflineLandOnceAndInOrder() async throws {
+        try await withServer { server in
+            let database = makeDatabase(server)
+            let log = database.reference(withPath: "log")
+            try await log.child("start").setValue(true)
+            database.goOffline()
+            let done = Recorder<String>()
+            for index in 0..<20 {
+                log.child("entries/\(index)").setValue(index) { error, _ in
+                    done.record(error == nil ? "ok" : "\(error!)")
+                }
+            }
+            log.child("last").setValue(19) { error, _ in done.record(error == nil ? "ok" : "\(error!)") }
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(done.all.isEmpty, "acknowledged while offline: \(done.all)")
+            database.goOnline()
+            #expect(await done.wait { $0.count == 21 })
+            #expect(done.all.allSatisfy { $0 == "ok" })
+            let stored = try await server.http(.GET, "/log/entries.json?ns=test")
+            #expect(stored.json == .array((0..<20).map { .number(Double($0)) }))
+        }
+    }
+
+    @Test func onDisconnectWritesRunOnTheServerAndLocally() async throws {
+        try await withServer { server in
+            let (device, observer) = (makeDatabase(server), makeDatabase(server))
+            let status = device.reference(withPath: "status/morgan")
+            try await status.setValue("online")
+            try await status.onDisconnectSetValue("offline")
+            let local = Recorder<String>()
+            status.observe(.value) { local.record($0.value as? String ?? "") }
+            let remote = Recorder<String>()
+            observer.reference(withPath: "status/morgan").observe(.value) { remote.record($0.value as? String ?? "") }
+            #expect(await remote.wait { $0.last == "online" })
+            device.goOffline()
+            #expect(await local.wait { $0.last == "offline" }, "applied locally on loss: \(local.all)")
+            #expect(await remote.wait { $0.last == "offline" }, "run by the server: \(remote.all)")
+        }
+    }
+
+    @Test func cancelledOnDisconnectOperationsDoNotRun() async throws {
+        try await withServer { server in
+            let (device, observer) = (makeDatabase(server), makeDatabase(server))
+            let ref = device.reference(withPath: "presence/x")
+            try await ref.setValue(true)
+            try await ref.onDisconnectRemoveValue()
+            try await ref.cancelDisconnectOperations()
+            device.goOffline()
+            try await Task.sleep(for: .milliseconds(300))
+            let value = try await observer.reference(withPath: "presence/x").getData()
+            #expect(value.value as? Bool == true)
+        }
+    }
+
+    @Test func tenClientsIncrementingTenTimesEachAddExactlyOneHundred() async throws {
+        try await withServer { server in
+            let clients = (0..<10).map { _ in makeDatabase(server) }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for client in clients {
+                    // Each client starts its ten increments at once, as an app reacting to taps would.
+                    for _ in 0..<10 {
+                        group.addTask {
+                            try await client.reference(withPath: "counter").runTransactionBlock { data in
+                                data.value = (data.value as? Int ?? 0) + 1
+                                return .success(withValue: data)
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let total = try await server.http(.GET, "/counter.json?ns=test")
+            #expect(total.body == "100")
+        }
+    }
+
+    @Test func anAbortedTransactionWritesNothing() async throws {
+        try await withServer { server in
+            let database = makeDatabase(server)
+            let ref = database.reference(withPath: "t")
+            try await ref.setValue(1)
+            await #expect(throws: DatabaseError.transactionAborted) {
+                try await ref.runTransactionBlock { _ in .abort() }
+            }
+            #expect(try await ref.getData().value as? Int == 1)
+        }
+    }
+
+    @Test func badInputFromTheAppIsATypedErrorAndNothingIsSent() async throws {
+        try await withServer { server in
+            let database = makeDatabase(server)
+            await #expect(throws: DatabaseError.self) { try await database.reference(withPath: "a.b").setValue(1) }
+            await #expect(throws: DatabaseError.self) { try await database.reference(withPath: "ok").setValue(Date()) }
+            await #expect(throws: DatabaseError.self) {
+                try await database.reference(withPath: "ok").setValue(Double.nan)
+            }
+            await #expect(throws: DatabaseError.self) {
+                try await database.reference(withPath: "ok").updateChildValues(["a": 1, "a/b": 2])
+            }
+            await #expect(throws: DatabaseError.self) {
+                try await database.reference(withPath: "ok").child("x#y").setValue(1)
+            }
+            let cancelled = Recorder<String>()
+            database.reference(withPath: "q").queryLimited(toFirst: 1).queryLimited(toFirst: 2).observe(
+                .value, with: { _ in }, withCancel: { cancelled.record("\($0)") })
+            #expect(await cancelled.wait { !$0.isEmpty })
+            let stored = try await server.http(.GET, "/.json?ns=test")
+            #expect(stored.body == "null")
+        }
+    }
+
+    @Test func getDataWhileOfflineAnswersFromWhatTheClientHolds() async throws {
+        try await withServer { server in
+            let database = makeDatabase(server)
+            let ref = database.reference(withPath: "cached")
+            try await ref.setValue("here")
+            let seen = Recorder<String>()
+            ref.observe(.value) { seen.record($0.value as? String ?? "") }
+            #expect(await seen.wait { $0.last == "here" })
+            database.goOffline()
+            #expect(try await ref.getData().value as? String == "here")
+            await #expect(throws: DatabaseError.self) { try await database.reference(withPath: "never/seen").getData() }
+        }
+    }
+
+    @Test func aStreamStopsListeningWhenItsTaskEnds() async throws {
+        try await withServer { server in
+            let database = makeDatabase(server)
+            let ref = database.reference(withPath: "stream")
+            let reading = Task {
+                var values: [Int] = []
+                for try await snapshot in ref.values {
+                    if let value = snapshot.value as? Int { values.append(value) }
+                    if values.last == 3 { break }
+                }
+                return values
+            }
+            for value in 1...3 {
+                try await ref.setValue(value)
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            let values = try await reading.value
+            #expect(values.last == 3)
+            #expect(await server.waitForMetric("canopy_listeners_active", toBe: 0))
+        }
+    }
+}

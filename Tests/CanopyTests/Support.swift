@@ -1,0 +1,41 @@
+import CanopyServer
+import CanopyTesting
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Canopy
+
+/// A client of `server`'s namespace `test`, independent of every other (its own connection and
+/// state, as a separate device would have).
+func makeDatabase(_ server: TestServer, namespace: String = "test") -> Database {
+    Database(url: "http://127.0.0.1:\(server.port)?ns=\(namespace)", connector: Database.realtimeConnector)
+}
+
+/// Collects what callbacks report, for tests to wait on.
+final class Recorder<Value: Sendable>: Sendable {
+    private let values = Mutex<[Value]>([])
+
+    func record(_ value: Value) { values.withLock { $0.append(value) } }
+
+    var all: [Value] { values.withLock { $0 } }
+
+    /// Waits until `condition` holds for what was recorded; returns whether it did within `timeout`.
+    @discardableResult
+    func wait(timeout: Duration = .seconds(15), until condition: ([Value]) -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if condition(all) { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return condition(all)
+    }
+}
+
+/// Runs `body` with a fresh in-process server and stops it afterwards.
+func withServer(
+    configure: (inout ServerConfiguration) -> Void = { _ in }, _ body: (TestServer) async throws -> Void
+) async throws {
+    try await withTestServer(configure: configure) { server in try await body(server) }
+}
