@@ -132,20 +132,25 @@ extension Repo {
     /// Registers an onDisconnect operation with the server (now, or once connected). Once the
     /// server accepted it, the client also applies it locally if the connection is lost.
     func onDisconnect(_ action: ClientAction, completion: @escaping @Sendable (DatabaseError?) -> Void) {
-        state.withLock { state in
-            let request = QueuedRequest(action: action) { [self] status, data in
-                self.state.withLock { state in
-                    if status == "disconnected" {
-                        state.queued.append(QueuedRequest(action: action) { _, _ in })
-                        return
-                    }
-                    if status == "ok" { recordLocally(action, in: &state) }
-                    let error: DatabaseError? =
-                        status == "ok" ? nil : .server(status: status, message: data.stringValue ?? status)
-                    complete(completion, with: error, in: state)
+        state.withLock { state in sendOrQueue(disconnectRequest(action, completion: completion), in: &state) }
+    }
+
+    /// The request for an onDisconnect operation; one cut off by a lost connection is queued again,
+    /// with the same completion, for the next connection.
+    private func disconnectRequest(
+        _ action: ClientAction, completion: @escaping @Sendable (DatabaseError?) -> Void
+    ) -> QueuedRequest {
+        QueuedRequest(action: action) { [self] status, data in
+            state.withLock { state in
+                if status == "disconnected" {
+                    state.queued.append(disconnectRequest(action, completion: completion))
+                    return
                 }
+                if status == "ok" { recordLocally(action, in: &state) }
+                let error: DatabaseError? =
+                    status == "ok" ? nil : .server(status: status, message: data.stringValue ?? status)
+                complete(completion, with: error, in: state)
             }
-            sendOrQueue(request, in: &state)
         }
     }
 

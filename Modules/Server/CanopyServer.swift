@@ -88,7 +88,9 @@ public struct CanopyServer: Sendable {
         // A service group shuts its services down in reverse order, each after the one behind it.
         var group = ServiceGroupConfiguration(
             services: [
-                .init(service: DatabaseService(registry: databases, connections: connections, logger: logger)),
+                .init(
+                    service: DatabaseService(
+                        registry: databases, connections: connections, sessions: sessions, logger: logger)),
                 .init(service: application),
                 .init(service: ShutdownNotice(connections: connections, logger: logger)),
             ],

@@ -90,10 +90,14 @@ actor DatabaseRegistry {
 struct DatabaseService: Service {
     let registry: DatabaseRegistry
     let connections: OpenConnections
+    let sessions: SessionRegistry
     let logger: Logger
 
     func run() async throws {
         try? await gracefulShutdown()
+        // The HTTP server closed its realtime connections on a graceful shutdown; when the server
+        // was cancelled instead, they are still open, and would be served by stopped databases.
+        sessions.closeAll()
         let open = connections.realtimeCount
         if open > 0 {
             logger.info(

@@ -254,6 +254,14 @@ final class SessionRegistry: Sendable {
         _ = sessions.withLock { $0.removeValue(forKey: connection.sessionID) }
     }
 
+    /// Closes every live connection (`going away`), as shutdown does; each runs its onDisconnect
+    /// writes as it closes.
+    func closeAll() {
+        for (connection, _) in sessions.withLock({ Array($0.values) }) {
+            connection.closeAfterPendingMessages(code: .goingAway)
+        }
+    }
+
     /// Ends session `id`: runs its onDisconnect writes now, stops its listens and closes it.
     ///
     /// It is closed with a plain close frame, not control `s`: the official clients take `s` as

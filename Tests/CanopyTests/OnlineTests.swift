@@ -218,3 +218,46 @@ struct OnlineTests {
         }
     }
 }
+
+/// The server restarts under connected clients.
+@Suite(.timeLimit(.minutes(2)))
+struct ServerRestartTests {
+    @Test func listenersComeBackAndWritesMadeWhileTheServerWasDownLandOnceInOrder() async throws {
+        let folder = try TestServer.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let first = try await TestServer.start(configuration: TestServer.defaultConfiguration(dataDirectory: folder))
+        let port = first.port
+        let database = makeDatabase(first)
+        let room = Recorder<String>()
+        database.reference(withPath: "room/topic").observe(.value) { room.record($0.value as? String ?? "") }
+        try await database.reference(withPath: "room/topic").setValue("before")
+        #expect(await room.wait { $0.last == "before" })
+        await first.stop()
+
+        let landed = Recorder<String>()
+        Self.writeWhileDown(database, landed)
+
+        // The same port and folder, as a restarted process would have.
+        var configuration = TestServer.defaultConfiguration(dataDirectory: folder)
+        configuration.port = port
+        let restarted = CanopyServer(configuration: configuration, logger: TestServer.makeLogger())
+        let running = Task { try await restarted.run() }
+        defer { running.cancel() }
+
+        #expect(await landed.wait(timeout: .seconds(30)) { $0.count == 3 }, "\(landed.all)")
+        #expect(landed.all == ["0", "1", "2"])
+        let other = Database(url: "http://127.0.0.1:\(port)?ns=test", connector: Database.realtimeConnector)
+        try await other.reference(withPath: "room/topic").setValue("after")
+        #expect(await room.wait { $0.last == "after" }, "the listener came back: \(room.all)")
+        let log = try await TestServer.http(baseURL: "http://127.0.0.1:\(port)", .GET, "/log.json?ns=test")
+        #expect(log.json == [0, 1, 2])
+    }
+
+    static func writeWhileDown(_ database: Database, _ landed: Recorder<String>) {
+        for index in 0..<3 {
+            database.reference(withPath: "log/\(index)").setValue(index) { error, _ in
+                landed.record(error == nil ? "\(index)" : "\(index) failed: \(error!)")
+            }
+        }
+    }
+}
