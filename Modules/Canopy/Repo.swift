@@ -296,11 +296,12 @@ final class Repo: Sendable {
     func send(
         _ action: ClientAction, in state: inout State, answer: @escaping @Sendable (String, JSONValue) -> Void
     ) -> Bool {
-        guard let link = state.link, state.connected else { return false }
+        // After `goOffline()` nothing more goes out, even while the connection is still closing.
+        guard let link = state.link, state.connected, !state.interrupted else { return false }
         let number = state.nextRequestNumber
         state.nextRequestNumber += 1
+        guard link.send(.request(ClientRequest(number: number, action: action))) else { return false }
         state.requests[number] = answer
-        link.send(.request(ClientRequest(number: number, action: action)))
         return true
     }
 }

@@ -261,3 +261,93 @@ struct ServerRestartTests {
         }
     }
 }
+
+/// Writes and transactions the server refuses or that the app overrides.
+@Suite(.timeLimit(.minutes(2)))
+struct RefusalTests {
+    @Test func aWriteTheServerRefusesIsRevertedAndItsCompletionGetsTheServersError() async throws {
+        try await withServer { server in
+            let (client, other) = (makeDatabase(server), makeDatabase(server))
+            try await other.reference(withPath: "big").setValue(1.7e308)
+            // The client holds no data at `big`, so it resolves the increment to 1.7e308 locally;
+            // the server adds it to what it holds, which overflows, and refuses the write.
+            let values = Recorder<String>()
+            client.reference(withPath: "mine/big").observe(.value) {
+                values.record("\($0.value.map { "\($0)" } ?? "nil")")
+            }
+            await #expect(throws: DatabaseError.server(status: "invalid_data", message: "")) {
+                do {
+                    try await client.reference(withPath: "big").setValue(Canopy.ServerValue.increment(1.7e308))
+                } catch DatabaseError.server(let status, _) {
+                    throw DatabaseError.server(status: status, message: "")
+                }
+            }
+            #expect(try await other.reference(withPath: "big").getData().value as? Double == 1.7e308)
+        }
+    }
+
+    @Test func aSetOverARunningTransactionOverridesIt() async throws {
+        try await withServer { server in
+            let database = makeDatabase(server)
+            let ref = database.reference(withPath: "contested")
+            try await ref.setValue(0)
+            let outcome = Recorder<String>()
+            Self.runSlowTransactionThenSet(ref, outcome)
+            #expect(await outcome.wait { $0.count == 1 }, "\(outcome.all)")
+            #expect(outcome.all == ["\(DatabaseError.transactionOverriddenBySet)"])
+            #expect(try await ref.getData().value as? String == "set wins")
+        }
+    }
+
+    /// A transaction that has not been answered yet when a set at its location is made.
+    static func runSlowTransactionThenSet(_ ref: DatabaseReference, _ outcome: Recorder<String>) {
+        ref.database.goOffline()
+        ref.runTransactionBlock(
+            { data in
+                data.value = "transaction"
+                return .success(withValue: data)
+            },
+            andCompletionBlock: { error, committed, _ in
+                outcome.record(error.map { "\($0)" } ?? "committed \(committed)")
+            })
+        ref.setValue("set wins")
+        ref.database.goOnline()
+    }
+
+    @Test func withoutLocalEventsATransactionIsSeenOnlyOnceTheServerAgrees() async throws {
+        try await withServer { server in
+            let database = makeDatabase(server)
+            let ref = database.reference(withPath: "quiet")
+            try await ref.setValue(1)
+            let seen = Recorder<Int>()
+            ref.observe(.value) { if let value = $0.value as? Int { seen.record(value) } }
+            #expect(await seen.wait { $0 == [1] })
+            let result = try await ref.runTransactionBlock(
+                { data in
+                    data.value = (data.value as? Int ?? 0) + 1
+                    return .success(withValue: data)
+                }, withLocalEvents: false)
+            #expect(result.value as? Int == 2)
+            #expect(await seen.wait { $0.last == 2 })
+            #expect(seen.all == [1, 2])
+        }
+    }
+
+    struct Player: Codable, Equatable {
+        var name: String
+        var score: Int
+        var tags: [String]
+    }
+
+    @Test func codableValuesRoundTrip() async throws {
+        try await withServer { server in
+            let database = makeDatabase(server)
+            let ref = database.reference(withPath: "players/ada")
+            let ada = Player(name: "Ada", score: 36, tags: ["first", "best"])
+            let written = Recorder<String>()
+            try ref.setValue(from: ada) { error in written.record(error.map { "\($0)" } ?? "ok") }
+            #expect(await written.wait { $0 == ["ok"] })
+            #expect(try await ref.getData().data(as: Player.self) == ada)
+        }
+    }
+}
