@@ -142,7 +142,7 @@ let package = Package(
         .executableTarget(
             name: "canopy-load",
             dependencies: [
-                "Transport", "Tree",
+                "Canopy", "Transport", "Tree",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

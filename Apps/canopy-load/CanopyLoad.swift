@@ -15,7 +15,7 @@ struct CanopyLoad: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "canopy-load",
         abstract: "Load generator for canopy-server.",
-        subcommands: [Writes.self, Fanout.self, Idle.self, Baseline.self])
+        subcommands: [Writes.self, Fanout.self, Idle.self, Baseline.self, Window.self])
 }
 
 struct ServerOptions: ParsableArguments {
