@@ -89,7 +89,7 @@ extension Repo {
             )
             state.nextRequestNumber += 1
             for key in state.listenOrder { sendListen(key, in: &state) }
-            for id in state.writes.keys.sorted() { sendWrite(id, in: &state) }
+            resendWrites(in: &state)
             let queued = state.queued
             state.queued = []
             for request in queued { sendOrQueue(request, in: &state) }
@@ -99,6 +99,33 @@ extension Repo {
         for waiter in waiters { waiter.resume() }
         rerunUnsentTransactions()
         logger.debug("connected", metadata: ["session": "\(link.hello.sessionID)"])
+    }
+
+    /// Sends the unacknowledged writes and transaction puts again, in the order of their write ids
+    /// (the order they were first sent in), each under its write id when the server takes them, so
+    /// the server answers one it already applied without applying it again. For a server that does
+    /// not, transaction queues whose put was cut off run again on fresh data instead.
+    private func resendWrites(in state: inout State) {
+        enum Resend {
+            case write(Int)
+            case transactionPut(Path, TransactionPut)
+        }
+        var resends = state.writes.keys.map { (sequence: $0, resend: Resend.write($0)) }
+        for (path, put) in state.transactionPuts {
+            if state.link?.hello.supportsWriteIDs == true {
+                resends.append((put.sequence, .transactionPut(path, put)))
+            } else {
+                forgetTransactionPut(at: path, in: &state)
+            }
+        }
+        for (_, resend) in resends.sorted(by: { $0.sequence < $1.sequence }) {
+            switch resend {
+            case .write(let id):
+                sendWrite(id, in: &state)
+            case .transactionPut(let path, let put):
+                if !sendTransactionPut(put, at: path, in: &state) { forgetTransactionPut(at: path, in: &state) }
+            }
+        }
     }
 
     /// The connection ended: `.info/connected` turns false (once), this client's own onDisconnect

@@ -113,22 +113,38 @@ extension Repo {
                 return state.transactions.values.contains { $0.path == path }
             }
             let action = ClientAction.put(path: path.wireString, data: last.json(exportFormat: true), hash: base.hash)
-            let sent = send(action, in: &state) { [self, sentIDs] status, data in
-                answered(sentIDs, at: path, status: status, data: data)
-            }
+            let put = TransactionPut(action: action, sequence: state.nextWriteID - 1, ids: sentIDs)
+            let sent = sendTransactionPut(put, at: path, in: &state)
             for id in sentIDs { state.transactions[id]?.sent = sent }
             return false
         }
         if runAgain { sendTransactions(at: path) }
     }
 
+    /// Sends a queue's compare-and-set; while it is in flight it is kept, to be resent as it was if
+    /// the connection is lost before its answer.
+    func sendTransactionPut(_ put: TransactionPut, at path: Path, in state: inout State) -> Bool {
+        let sent = send(put.action, writeID: put.sequence, in: &state) { [self] status, data in
+            answered(put.ids, at: path, status: status, data: data)
+        }
+        if sent { state.transactionPuts[path] = put }
+        return sent
+    }
+
+    /// After a reconnect, for a server that does not take write ids: the queue whose put was cut off
+    /// runs again on fresh data, as the official clients do (so it may apply twice).
+    func forgetTransactionPut(at path: Path, in state: inout State) {
+        guard let put = state.transactionPuts.removeValue(forKey: path) else { return }
+        for id in put.ids { state.transactions[id]?.sent = false }
+    }
+
     private func answered(_ ids: [Int], at path: Path, status: String, data: JSONValue) {
         let rerun = state.withLock { state -> Bool in
+            // Resent as it was on the next connection (see `opened`).
+            if status == "disconnected" { return false }
+            state.transactionPuts[path] = nil
             for id in ids { state.transactions[id]?.sent = false }
             switch status {
-            case "disconnected":
-                // Run again, on fresh data, once connected.
-                return false
             case "ok":
                 for id in ids {
                     guard let transaction = state.transactions[id], let writeID = transaction.writeID else { continue }
@@ -195,7 +211,7 @@ extension Repo {
         }
     }
 
-    /// After a reconnect: queues whose put was cut off run again on fresh data.
+    /// After a reconnect: queues that were not sent (or whose put was forgotten) run on fresh data.
     func rerunUnsentTransactions() {
         let paths = state.withLock { state in Set(state.transactions.values.map(\.path)) }
         for path in paths { sendTransactions(at: path) }

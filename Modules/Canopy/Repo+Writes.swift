@@ -96,7 +96,7 @@ extension Repo {
     /// Sends write `id` if connected; otherwise it waits for the next connection.
     func sendWrite(_ id: Int, in state: inout State) {
         guard let write = state.writes[id] else { return }
-        let sent = send(write.action, in: &state) { [self] status, data in
+        let sent = send(write.action, writeID: id, in: &state) { [self] status, data in
             writeAnswered(id, status: status, data: data)
         }
         state.writes[id]?.sent = sent

@@ -20,6 +20,8 @@ final class Repo: Sendable {
     let connector: Connector
     let state: Mutex<State>
     let listenRequests: ListenRequests
+    /// Names this client in the ``WriteID``s of its writes, for servers that take them.
+    let clientID = UUID().uuidString
     /// The connection loop, started on first use.
     private let loop = Mutex<Task<Void, Never>?>(nil)
 
@@ -53,6 +55,15 @@ final class Repo: Sendable {
         let completion: @Sendable (String, JSONValue) -> Void
     }
 
+    /// A transaction queue's compare-and-set in flight, kept to be resent as it was (under the same
+    /// write id, so the server applies it once) when its answer is lost with the connection.
+    struct TransactionPut: Sendable {
+        let action: ClientAction
+        /// The write id it was sent under: that of the queue's last transaction.
+        let sequence: Int
+        let ids: [Int]
+    }
+
     /// A listen the server should have: the query and the tag of a filtered one.
     struct ListenState: Sendable {
         let query: QuerySpec
@@ -83,6 +94,8 @@ final class Repo: Sendable {
         var reconnectWait: Task<Void, any Error>?
         var connectionWaiters: [UUID: CheckedContinuation<Void, Never>] = [:]
         var transactions: [Int: TransactionState] = [:]
+        /// The compare-and-set in flight for each location with a transaction queue.
+        var transactionPuts: [Path: TransactionPut] = [:]
         /// Locations whose transaction queue is being run (its update blocks are running).
         var transactionRuns: Set<Path> = []
         var nextTransactionID = 0
@@ -291,16 +304,19 @@ final class Repo: Sendable {
 
     /// Sends `action` now if connected (returns false otherwise, and `answer` never runs). `answer`
     /// runs outside the lock with the status and data of the server's answer, or `disconnected`
-    /// when the connection ends first.
+    /// when the connection ends first. A write goes with its `writeID` when the server takes write
+    /// ids; writes must be sent in the order of their ids (see ``WriteID``).
     @discardableResult
     func send(
-        _ action: ClientAction, in state: inout State, answer: @escaping @Sendable (String, JSONValue) -> Void
+        _ action: ClientAction, writeID: Int? = nil, in state: inout State,
+        answer: @escaping @Sendable (String, JSONValue) -> Void
     ) -> Bool {
         // After `goOffline()` nothing more goes out, even while the connection is still closing.
         guard let link = state.link, state.connected, !state.interrupted else { return false }
         let number = state.nextRequestNumber
         state.nextRequestNumber += 1
-        guard link.send(.request(ClientRequest(number: number, action: action))) else { return false }
+        let id = writeID.flatMap { link.hello.supportsWriteIDs ? WriteID(client: clientID, sequence: $0) : nil }
+        guard link.send(.request(ClientRequest(number: number, action: action, writeID: id))) else { return false }
         state.requests[number] = answer
         return true
     }

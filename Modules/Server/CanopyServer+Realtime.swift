@@ -58,13 +58,16 @@ extension CanopyServer {
 
     /// A put or merge as a step for ``Database/perform(_:)``; `nil` for other requests.
     private static func write(for request: ClientRequest, on connection: RealtimeConnection) -> DatabaseWrite? {
-        write(for: request.action, answer: answer(request.number, on: connection))
+        write(for: request.action, writeID: request.writeID, answer: answer(request.number, on: connection))
     }
 
     /// A put or merge as a step for ``Database/perform(_:)`` that hands its outcome to `answer`;
     /// `nil` for other actions. A put or merge at an invalid path is answered here and becomes a
-    /// step that does nothing.
-    static func write(for action: ClientAction, answer: @escaping @Sendable (WriteOutcome) -> Void) -> DatabaseWrite? {
+    /// step that does nothing. A write named by `writeID` that already ran is answered as it was
+    /// then, not run again (see ``AppliedWrites``).
+    static func write(
+        for action: ClientAction, writeID: WriteID? = nil, answer: @escaping @Sendable (WriteOutcome) -> Void
+    ) -> DatabaseWrite? {
         let path: (String) -> Path? = { text in
             do throws(TreeError) {
                 return try Path(validating: text)
@@ -76,10 +79,18 @@ extension CanopyServer {
         switch action {
         case .put(let text, let data, let hash):
             guard let path = path(text) else { return { _ in } }
-            return { database in database.set(path, json: data, expectedHash: hash, reply: answer) }
+            return { database in
+                database.once(writeID, at: path, reply: answer) { reply in
+                    database.set(path, json: data, expectedHash: hash, reply: reply)
+                }
+            }
         case .merge(let text, let data):
             guard let path = path(text) else { return { _ in } }
-            return { database in database.update(path, json: data, reply: answer) }
+            return { database in
+                database.once(writeID, at: path, reply: answer) { reply in
+                    database.update(path, json: data, reply: reply)
+                }
+            }
         default:
             return nil
         }

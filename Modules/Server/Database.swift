@@ -3,6 +3,7 @@ import Logging
 import Persistence
 import Prometheus
 import Query
+import Transport
 import Tree
 
 /// One step of ``Database/perform(_:)``: a write with its reply, run on the database.
@@ -41,6 +42,8 @@ actor Database {
     private var recovering = false
     /// The writes of the ``perform(_:)`` turn under way, committed as one submission at its end.
     private var turn: Turn?
+    /// How the writes clients named with a ``WriteID`` ended; also updated from commit callbacks.
+    let appliedWrites = AppliedWrites()
 
     /// The default rules document: everything readable and writable (rules are not enforced yet).
     static let openRules: JSONValue = ["rules": [".read": true, ".write": true]]
@@ -114,10 +117,16 @@ actor Database {
     func deliverInCommitOrder(
         _ push: Push?, to subscriber: any Subscriber, then done: @escaping @Sendable () -> Void
     ) {
-        commits.submit([]) { _ in
+        inCommitOrder {
             if let push { subscriber.deliver(push) }
             done()
         }
+    }
+
+    /// Runs `body` once every write applied before this call has committed or failed (and was
+    /// answered), before anything applied after it is answered.
+    func inCommitOrder(_ body: @escaping @Sendable () -> Void) {
+        commits.submit([]) { _ in body() }
     }
 
     /// Queues `writes` for commit: into the current turn's submission, or as a submission of their

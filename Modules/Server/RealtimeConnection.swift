@@ -76,7 +76,8 @@ final class RealtimeConnection: Subscriber {
         server.connections.realtimeOpened()
         send(
             .hello(
-                timestamp: Int64(Database.now()), version: "5", host: server.advertisedHost, sessionID: sessionID))
+                timestamp: Int64(Database.now()), version: "5", host: server.advertisedHost, sessionID: sessionID,
+                extensions: [RealtimeHello.writeIDsExtension]))
         let namespace = parameters["ns"].flatMap { $0.isEmpty ? nil : $0 } ?? server.configuration.defaultNamespace
         Task {
             let database: Database

@@ -10,6 +10,7 @@ public final class ServerMetrics: Sendable {
     let commitLatency: DurationHistogram
     let commitBatchWrites: ValueHistogram
     let restRequests: Counter
+    let resentWrites: Counter
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         self.registry = registry
@@ -24,6 +25,8 @@ public final class ServerMetrics: Sendable {
         eventsFannedOut = registry.makeCounter(
             descriptor: name("events_fanned_out", "total", "Updates pushed to listeners"))
         restRequests = registry.makeCounter(descriptor: name("rest_requests", "total", "REST requests answered"))
+        resentWrites = registry.makeCounter(
+            descriptor: name("resent_writes", "total", "Resent writes answered as before instead of applied again"))
         commitLatency = registry.makeDurationHistogram(
             descriptor: name("commit_latency", "seconds", "Time from a write being applied to its batch being durable"),
             buckets: [

@@ -25,6 +25,8 @@ public final class RealtimeTestClient: Sendable {
         public var version: String
         public var host: String
         public var sessionID: String
+        /// The Canopy extensions the server offered (`ext`).
+        public var extensions: [String]
     }
 
     /// The answer to one request.
@@ -79,7 +81,7 @@ public final class RealtimeTestClient: Sendable {
             link.finish()
         }
         let first = await link.messages.take(timeout: timeout)
-        guard case .hello(let timestamp, let version, let host, let sessionID)? = first else {
+        guard case .hello(let timestamp, let version, let host, let sessionID, let extensions)? = first else {
             task.cancel()
             await task.value
             let upgraded = link.state.withLock { $0.outbound != nil }
@@ -88,7 +90,9 @@ public final class RealtimeTestClient: Sendable {
                 connectionError: link.error.map { "\($0)" })
         }
         return RealtimeTestClient(
-            url: url, hello: Hello(timestamp: timestamp, version: version, host: host, sessionID: sessionID),
+            url: url,
+            hello: Hello(
+                timestamp: timestamp, version: version, host: host, sessionID: sessionID, extensions: extensions),
             link: link, task: task)
     }
 
@@ -98,10 +102,11 @@ public final class RealtimeTestClient: Sendable {
     /// `maxFrameCharacters` (a count frame, then the pieces) when longer; returns its number.
     @discardableResult
     public func send(
-        _ action: ClientAction, maxFrameCharacters: Int = FrameAssembler.maxFrameCharacters
+        _ action: ClientAction, writeID: WriteID? = nil, maxFrameCharacters: Int = FrameAssembler.maxFrameCharacters
     ) async throws -> Int {
         try await link.sending { outbound, number in
-            let text = ClientMessage.request(ClientRequest(number: number, action: action)).json.serialized()
+            let request = ClientRequest(number: number, action: action, writeID: writeID)
+            let text = ClientMessage.request(request).json.serialized()
             for frame in FrameAssembler.frames(for: text, maxFrameCharacters: maxFrameCharacters) {
                 try await outbound.write(.text(frame))
             }
@@ -126,8 +131,10 @@ public final class RealtimeTestClient: Sendable {
     }
 
     /// Sends `action` and waits for its answer, leaving other messages for later takes.
-    public func request(_ action: ClientAction, timeout: Duration = defaultTimeout) async throws -> Response {
-        let number = try await send(action)
+    public func request(
+        _ action: ClientAction, writeID: WriteID? = nil, timeout: Duration = defaultTimeout
+    ) async throws -> Response {
+        let number = try await send(action, writeID: writeID)
         return try await response(to: number, timeout: timeout)
     }
 

@@ -50,10 +50,14 @@ public enum ClientAction: Sendable, Equatable {
 public struct ClientRequest: Sendable, Equatable {
     public var number: Int
     public var action: ClientAction
+    /// For a put or merge, the client's name for the write (body member `w`, a Canopy extension;
+    /// see ``WriteID``).
+    public var writeID: WriteID?
 
-    public init(number: Int, action: ClientAction) {
+    public init(number: Int, action: ClientAction, writeID: WriteID? = nil) {
         self.number = number
         self.action = action
+        self.writeID = writeID
     }
 }
 
@@ -157,7 +161,9 @@ extension ClientRequest {
         case "s": action = .stats(payload.stats ?? .null)
         default: action = .unknown(action: actionName)
         }
-        self.init(number: number, action: action)
+        // A `w` that is not a write id is ignored, like any member the protocol does not define.
+        let writeID = payload.writeID.flatMap(WriteID.init(json:))
+        self.init(number: number, action: action, writeID: writeID)
     }
 
     /// The `d` member of the request's envelope.
@@ -193,6 +199,7 @@ extension ClientRequest {
         case .stats(let stats):
             body["c"] = stats
         }
+        if let writeID { body["w"] = writeID.json }
         return ["r": .number(Double(number)), "a": .string(action.name), "b": .object(body)]
     }
 }

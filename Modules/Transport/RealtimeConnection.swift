@@ -186,14 +186,16 @@ final class RealtimeConnection: Sendable {
     private func deliver(_ message: ServerMessage, text: String) -> Bool {
         let isGreeted = state.withLock { $0.isGreeted }
         if !isGreeted {
-            guard case .hello(let timestamp, _, let host, let sessionID) = message else {
+            guard case .hello(let timestamp, _, let host, let sessionID, let extensions) = message else {
                 let error = RealtimeClientError.connectFailed("\(url): expected a hello first, got \(text.prefix(200))")
                 logger.error("\(error)")
                 end(error)
                 return false
             }
             state.withLock { $0.isGreeted = true }
-            helloSink.yield(.success(RealtimeHello(timestamp: timestamp, host: host, sessionID: sessionID)))
+            let hello = RealtimeHello(
+                timestamp: timestamp, host: host, sessionID: sessionID, extensions: Set(extensions))
+            helloSink.yield(.success(hello))
             helloSink.finish()
             return true
         }

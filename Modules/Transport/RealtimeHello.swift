@@ -11,10 +11,19 @@ public struct RealtimeHello: Sendable, Equatable {
     public var host: String
     /// The session id, to name in `ls=` when reconnecting.
     public var sessionID: String
+    /// The Canopy extensions the server supports (empty for other servers).
+    public var extensions: Set<String>
 
-    public init(timestamp: Int64, host: String, sessionID: String) {
+    public init(timestamp: Int64, host: String, sessionID: String, extensions: Set<String> = []) {
         self.timestamp = timestamp
         self.host = host
         self.sessionID = sessionID
+        self.extensions = extensions
     }
+
+    /// The extension under which a server takes ``WriteID``s and applies a resent write once.
+    public static let writeIDsExtension = "write-ids"
+
+    /// Whether the server takes ``WriteID``s with writes.
+    public var supportsWriteIDs: Bool { extensions.contains(Self.writeIDsExtension) }
 }

@@ -59,6 +59,7 @@ struct RequestFields {
         var tag: JSONValue?
         var credential: JSONValue?
         var stats: JSONValue?
+        var writeID: JSONValue?
 
         mutating func set(_ name: String, _ value: JSONValue) {
             switch name {
@@ -69,6 +70,7 @@ struct RequestFields {
             case "t": tag = value
             case "cred": credential = value
             case "c": stats = value
+            case "w": writeID = value
             default: break
             }
         }

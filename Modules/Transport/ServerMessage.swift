@@ -12,8 +12,10 @@ public enum ServerMessage: Sendable, Equatable {
     case listenRevoked(path: String, query: JSONValue?)
     /// `ac`: the credential was revoked.
     case authRevoked(status: String, reason: String)
-    /// Control `h`: the first message on every connection.
-    case hello(timestamp: Int64, version: String, host: String, sessionID: String)
+    /// Control `h`: the first message on every connection. `extensions` (member `ext`) names the
+    /// Canopy extensions the server supports, such as ``RealtimeHello/writeIDsExtension``; other
+    /// clients ignore it.
+    case hello(timestamp: Int64, version: String, host: String, sessionID: String, extensions: [String] = [])
     /// Control `r`: reconnect to another host.
     case reset(host: String)
     /// Control `s`: the server is going away; do not reconnect.
@@ -45,11 +47,12 @@ public enum ServerMessage: Sendable, Equatable {
             return ["t": "d", "d": ["a": "c", "b": .object(body)]]
         case .authRevoked(let status, let reason):
             return ["t": "d", "d": ["a": "ac", "b": ["s": .string(status), "d": .string(reason)]]]
-        case .hello(let timestamp, let version, let host, let sessionID):
-            let body: JSONValue = [
+        case .hello(let timestamp, let version, let host, let sessionID, let extensions):
+            var body: [String: JSONValue] = [
                 "ts": .number(Double(timestamp)), "v": .string(version), "h": .string(host), "s": .string(sessionID),
             ]
-            return Self.control("h", body)
+            if !extensions.isEmpty { body["ext"] = .array(extensions.map { .string($0) }) }
+            return Self.control("h", .object(body))
         case .reset(let host): return Self.control("r", .string(host))
         case .shutdown(let reason): return Self.control("s", .string(reason))
         case .error(let message): return Self.control("e", .string(message))
@@ -102,7 +105,8 @@ extension ServerMessage {
                 guard case .number(let timestamp)? = data["ts"] else { throw .malformedMessage("hello without ts") }
                 self = .hello(
                     timestamp: Int64(timestamp), version: data["v"]?.stringValue ?? "",
-                    host: data["h"]?.stringValue ?? "", sessionID: data["s"]?.stringValue ?? "")
+                    host: data["h"]?.stringValue ?? "", sessionID: data["s"]?.stringValue ?? "",
+                    extensions: data["ext"]?.arrayValue?.compactMap(\.stringValue) ?? [])
             case "r": self = .reset(host: data.stringValue ?? "")
             case "s": self = .shutdown(reason: data.stringValue ?? "")
             case "e": self = .error(data.stringValue ?? data.serialized())

@@ -35,6 +35,11 @@ public enum JSONValue: Sendable, Hashable {
         return nil
     }
 
+    public var arrayValue: [JSONValue]? {
+        if case .array(let elements) = self { return elements }
+        return nil
+    }
+
     public var objectValue: [String: JSONValue]? {
         if case .object(let members) = self { return members }
         return nil

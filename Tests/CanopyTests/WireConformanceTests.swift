@@ -14,9 +14,10 @@ final class ScriptedLink: ServerLink {
     private let continuation: AsyncStream<ServerMessage>.Continuation
     private let sentMessages = Mutex<[ClientMessage]>([])
 
-    init(session: String) {
+    init(session: String, extensions: Set<String> = []) {
         hello = RealtimeHello(
-            timestamp: Int64(Date().timeIntervalSince1970 * 1000), host: "scripted", sessionID: session)
+            timestamp: Int64(Date().timeIntervalSince1970 * 1000), host: "scripted", sessionID: session,
+            extensions: extensions)
         (messages, continuation) = AsyncStream.makeStream()
     }
 
@@ -68,13 +69,17 @@ final class ScriptedServer: Sendable {
     }
 
     private let state = Mutex(State())
+    /// What the scripted hellos advertise.
+    let extensions: Set<String>
+
+    init(extensions: Set<String> = []) { self.extensions = extensions }
 
     var connector: Connector {
         { [self] _, lastSession in
             while true {
                 let link: ScriptedLink? = state.withLock { state in
                     guard state.links.count < state.allowed else { return nil }
-                    let link = ScriptedLink(session: "session-\(state.links.count + 1)")
+                    let link = ScriptedLink(session: "session-\(state.links.count + 1)", extensions: extensions)
                     state.links.append(link)
                     state.lastSessions.append(lastSession)
                     return link
@@ -159,6 +164,8 @@ struct WireConformanceTests {
         #expect(data == [".value": "last", ".priority": 5])
         #expect(members == ["c": 2, "d/e": ["f": true]])
         #expect(onDisconnect == [".sv": "timestamp"])
+        // Write ids are an extension the server must offer; other servers never see one.
+        #expect((0..<7).allSatisfy { link.request($0)?.writeID == nil })
     }
 
     @Test func aReconnectNamesTheLastSessionAndResendsUnacknowledgedWritesInOrder() async throws {
@@ -216,5 +223,47 @@ struct WireConformanceTests {
         guard let request = second.request(1) else { return }
         second.deliver(.response(number: request.number, status: "ok", data: ""))
         #expect(await completed.wait { $0 == ["ok"] }, "\(completed.all)")
+    }
+
+    @Test func withWriteIDsResentWritesAndTransactionPutsKeepTheirIDsInTheirFirstOrder() async throws {
+        let server = ScriptedServer(extensions: [RealtimeHello.writeIDsExtension])
+        let database = Database(url: "http://127.0.0.1:1?ns=wire", connector: server.connector)
+        server.allowConnection()
+        let outcomes = Recorder<String>()
+        database.reference(withPath: "w/0").setValue(0) { error, _ in outcomes.record("w0 \(error == nil)") }
+        database.reference(withPath: "t").runTransactionBlock { data in
+            data.value = ((data.value as? Int) ?? 0) + 1
+            return .success(withValue: data)
+        } andCompletionBlock: { error, committed, _ in
+            outcomes.record("t \(error == nil) \(committed)")
+        }
+        database.reference(withPath: "w/1").setValue(1) { error, _ in outcomes.record("w1 \(error == nil)") }
+        let first = try #require(await server.waitForLink(1))
+        // stats, the transaction's listen, three writes
+        #expect(await Self.waitFor(first, count: 5), "\(first.requests)")
+        let sentFirst = first.sent.compactMap { message -> ClientRequest? in
+            guard case .request(let request) = message, request.writeID != nil else { return nil }
+            return request
+        }
+        #expect(Set(sentFirst.map { ScriptedLink.path(of: $0.action) }) == ["w/0", "t", "w/1"])
+        let ids = sentFirst.compactMap(\.writeID)
+        #expect(ids.count == 3 && Set(ids.map(\.client)).count == 1)
+        #expect(ids.map(\.sequence) == ids.map(\.sequence).sorted() && Set(ids).count == 3)
+        first.close()
+
+        // The answers were lost with the connection: the same requests go again, in the same order
+        // and under the same ids (the transaction is not run again on other data).
+        server.allowConnection()
+        let second = try #require(await server.waitForLink(2))
+        #expect(await Self.waitFor(second, count: 5), "\(second.requests)")
+        let resent = second.sent.compactMap { message -> ClientRequest? in
+            guard case .request(let request) = message, request.writeID != nil else { return nil }
+            return request
+        }
+        #expect(resent.map(\.action) == sentFirst.map(\.action))
+        #expect(resent.map(\.writeID) == sentFirst.map(\.writeID))
+        for request in resent { second.deliver(.response(number: request.number, status: "ok", data: "")) }
+        #expect(await outcomes.wait { $0.count == 3 }, "\(outcomes.all)")
+        #expect(Set(outcomes.all) == ["w0 true", "t true true", "w1 true"])
     }
 }

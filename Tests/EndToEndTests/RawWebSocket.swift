@@ -84,7 +84,7 @@ final class RawWebSocket {
         let head = try await socket.readResponseHead()
         guard head.hasPrefix("HTTP/1.1 101") else { throw RawWebSocketError.notUpgraded(head) }
         guard let hello = try await socket.nextFrame(), hello.opcode == 0x1,
-            case .hello(_, _, _, let sessionID) = try ServerMessage(json: try JSONValue(parsing: hello.text))
+            case .hello(_, _, _, let sessionID, _) = try ServerMessage(json: try JSONValue(parsing: hello.text))
         else { throw RawWebSocketError.noHello }
         socket.sessionID = sessionID
         return socket

@@ -47,6 +47,21 @@ struct ClientMessageTests {
         #expect(throws: ProtocolError.self) { try decode(#"{"t":"d","d":{"r":3,"a":"p","b":{"p":"a","d":1}},"d":5}"#) }
     }
 
+    @Test func aWriteIDTravelsInTheBodyAndAMalformedOneIsIgnored() throws {
+        let id = WriteID(client: "c-1", sequence: 7)
+        let put = ClientMessage.request(
+            ClientRequest(number: 3, action: .put(path: "a", data: 1, hash: nil), writeID: id))
+        #expect(put.json.serialized() == #"{"d":{"a":"p","b":{"d":1,"p":"a","w":{"c":"c-1","n":7}},"r":3},"t":"d"}"#)
+        #expect(try decode(put.json.serialized()) == put)
+        let merge = ClientMessage.request(
+            ClientRequest(number: 4, action: .merge(path: "a", data: ["b": 1]), writeID: id))
+        #expect(try decode(merge.json.serialized()) == merge)
+        let plain = ClientMessage.request(ClientRequest(number: 3, action: .put(path: "a", data: 1, hash: nil)))
+        for malformed in [#"{"c":"","n":1}"#, #"{"c":"x","n":1.5}"#, #"{"c":"x","n":-1}"#, #"{"c":1,"n":1}"#, "[]"] {
+            #expect(try decode(#"{"t":"d","d":{"r":3,"a":"p","b":{"p":"a","d":1,"w":\#(malformed)}}}"#) == plain)
+        }
+    }
+
     @Test func textThatIsNotJSONIsMalformedJSON() {
         for text in [
             #"{"t":"d","d":{"r":1}"#, #"{"t":"d","d":{}} x"#, #"{"t":"d",}"#, "", #"{"t" "d"}"#,

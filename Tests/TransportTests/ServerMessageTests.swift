@@ -30,6 +30,7 @@ struct ServerMessageTests {
             .listenRevoked(path: "secret", query: nil),
             .authRevoked(status: "expired_token", reason: "credential is no longer valid"),
             .hello(timestamp: 42, version: "5", host: "h:1", sessionID: "abc"),
+            .hello(timestamp: 42, version: "5", host: "h:1", sessionID: "abc", extensions: ["write-ids"]),
             .reset(host: "other:9000"),
             .shutdown(reason: "bye"),
             .error("bad"),
