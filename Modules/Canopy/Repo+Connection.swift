@@ -15,19 +15,28 @@ extension Repo {
         while !Task.isCancelled {
             await waitWhileInterrupted()
             if Task.isCancelled { return }
-            let lastSession = state.withLock { $0.lastSessionID }
+            let (lastSession, target) = state.withLock { ($0.lastSessionID, $0.redirect ?? endpoint) }
             do {
-                let link = try await connector(endpoint, lastSession)
+                let link = try await connector(target, lastSession)
                 let started = ContinuousClock.now
                 opened(link)
                 for await message in link.messages { handle(message) }
                 backoff.connectionLasted(ContinuousClock.now - started)
                 closed(link)
             } catch {
-                logger.debug("could not connect", metadata: ["endpoint": "\(endpoint)", "error": "\(error)"])
+                logger.debug("could not connect", metadata: ["endpoint": "\(target)", "error": "\(error)"])
+                // A host the server redirected to that cannot be reached is not tried again.
+                state.withLock { $0.redirect = nil }
             }
             if Task.isCancelled { return }
             if state.withLock({ $0.interrupted }) { continue }
+            // The server asked to reconnect elsewhere: at once, without a backoff delay.
+            let atOnce = state.withLock { state in
+                let atOnce = state.reconnectAtOnce
+                state.reconnectAtOnce = false
+                return atOnce
+            }
+            if atOnce { continue }
             let delay = backoff.nextDelay()
             logger.debug("reconnecting", metadata: ["in": "\(delay)"])
             await pause(for: delay)
@@ -207,8 +216,17 @@ extension Repo {
             logger.warning(
                 "the server revoked this client's credential", metadata: ["status": "\(status)", "reason": "\(reason)"])
         case .reset(let host):
+            guard let redirect = endpoint.redirected(to: host) else {
+                logger.warning("the server asked to reconnect to an invalid host", metadata: ["host": "\(host)"])
+                state.withLock { $0.link?.close() }
+                return
+            }
             logger.info("the server asked to reconnect elsewhere", metadata: ["host": "\(host)"])
-            state.withLock { $0.link?.close() }
+            state.withLock { state in
+                state.redirect = redirect
+                state.reconnectAtOnce = true
+                state.link?.close()
+            }
         case .shutdown(let reason):
             logger.error("the server shut this client out; not reconnecting", metadata: ["reason": "\(reason)"])
             interrupt()

@@ -88,6 +88,10 @@ final class Repo: Sendable {
         var connected = false
         var interrupted = false
         var lastSessionID: String?
+        /// Where the server's last `r` (reset) message sent this client; dropped when it cannot be
+        /// reached.
+        var redirect: RealtimeEndpoint?
+        var reconnectAtOnce = false
         var serverTimeOffset: Double = 0
         var nextRequestNumber = 0
         var requests: [Int: @Sendable (String, JSONValue) -> Void] = [:]

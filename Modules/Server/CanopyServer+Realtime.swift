@@ -62,30 +62,31 @@ extension CanopyServer {
     }
 
     /// A put or merge as a step for ``Database/perform(_:)`` that hands its outcome to `answer`;
-    /// `nil` for other actions. A put or merge at an invalid path is answered here and becomes a
-    /// step that does nothing. A write named by `writeID` that already ran is answered as it was
+    /// `nil` for other actions. A put or merge at an invalid path becomes a step that refuses it. A write named by `writeID` that already ran is answered as it was
     /// then, not run again (see ``AppliedWrites``).
     static func write(
         for action: ClientAction, writeID: WriteID? = nil, answer: @escaping @Sendable (WriteOutcome) -> Void
     ) -> DatabaseWrite? {
-        let path: (String) -> Path? = { text in
-            do throws(TreeError) {
-                return try Path(validating: text)
-            } catch {
-                answer(.rejected(.invalidPath(error)))
-                return nil
-            }
-        }
         switch action {
         case .put(let text, let data, let hash):
-            guard let path = path(text) else { return { _ in } }
+            let path: Path
+            do throws(TreeError) {
+                path = try Path(validating: text)
+            } catch {
+                return refusal(.invalidPath(error), answer: answer)
+            }
             return { database in
                 database.once(writeID, at: path, reply: answer) { reply in
                     database.set(path, json: data, expectedHash: hash, reply: reply)
                 }
             }
         case .merge(let text, let data):
-            guard let path = path(text) else { return { _ in } }
+            let path: Path
+            do throws(TreeError) {
+                path = try Path(validating: text)
+            } catch {
+                return refusal(.invalidPath(error), answer: answer)
+            }
             return { database in
                 database.once(writeID, at: path, reply: answer) { reply in
                     database.update(path, json: data, reply: reply)
@@ -94,6 +95,13 @@ extension CanopyServer {
         default:
             return nil
         }
+    }
+
+    /// A step that answers `error`, in commit order like every write's answer.
+    private static func refusal(
+        _ error: WriteError, answer: @escaping @Sendable (WriteOutcome) -> Void
+    ) -> DatabaseWrite {
+        { database in database.inCommitOrder { answer(.rejected(error)) } }
     }
 
     private func handle(_ request: ClientRequest, on connection: RealtimeConnection, database: Database) async {

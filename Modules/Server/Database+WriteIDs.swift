@@ -30,7 +30,7 @@ extension Database {
             }
             return
         }
-        // Provisional until the write is answered; a refusal is answered before this turn ends.
+        // Provisional until the write is answered; a resend answered meanwhile waits for that answer.
         applied.record(id, .applied)
         write { outcome in
             switch outcome {

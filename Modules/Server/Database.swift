@@ -126,7 +126,13 @@ actor Database {
     /// Runs `body` once every write applied before this call has committed or failed (and was
     /// answered), before anything applied after it is answered.
     func inCommitOrder(_ body: @escaping @Sendable () -> Void) {
-        commits.submit([]) { _ in body() }
+        submit([]) { _ in body() }
+    }
+
+    /// Answers a refused write in commit order, so the refusal does not overtake what was answered
+    /// or pushed for the requests before it (a listen's first data, an earlier write's `ok`).
+    private func refuse(_ error: WriteError, reply: @escaping @Sendable (WriteOutcome) -> Void) {
+        inCommitOrder { reply(.rejected(error)) }
     }
 
     /// Queues `writes` for commit: into the current turn's submission, or as a submission of their
@@ -170,11 +176,11 @@ actor Database {
             let existing = json.containsServerValue ? root.child(at: path) : .empty
             node = try Node(json: json, at: path, existing: existing, serverValues: context)
         } catch {
-            reply(.rejected(.refused(error)))
+            refuse(.refused(error), reply: reply)
             return
         }
         if let refusal = refuseWhileRecovering() {
-            reply(.rejected(refusal))
+            refuse(refusal, reply: reply)
             return
         }
         if let expectedHash, root.child(at: path).hash != expectedHash {
@@ -190,7 +196,7 @@ actor Database {
     /// A multi-path update: each member of `json` is a path relative to `path`.
     func update(_ path: Path, json: JSONValue, reply: @escaping @Sendable (WriteOutcome) -> Void) {
         guard case .object(let members) = json else {
-            reply(.rejected(.invalidData("an update must be an object of paths and values")))
+            refuse(.invalidData("an update must be an object of paths and values"), reply: reply)
             return
         }
         let context = ServerValueContext(now: Self.now())
@@ -201,11 +207,11 @@ actor Database {
                 return try Node(json: value, at: absolute, existing: existing, serverValues: context)
             }
         } catch {
-            reply(.rejected(.refused(error)))
+            refuse(.refused(error), reply: reply)
             return
         }
         if let refusal = refuseWhileRecovering() {
-            reply(.rejected(refusal))
+            refuse(refusal, reply: reply)
             return
         }
         if children.isEmpty {

@@ -71,6 +71,20 @@ public struct RealtimeEndpoint: Sendable, Hashable {
         }
     }
 
+    /// This endpoint on another server, `host` or `host:port` as a server's `r` (reset) message
+    /// names it, keeping the scheme and namespace; `nil` when `host` is not a valid host.
+    ///
+    /// ```swift
+    /// try RealtimeEndpoint(url: "http://a:9000?ns=demo").redirected(to: "b:9001")   // b, 9001, demo
+    /// ```
+    public func redirected(to host: String) -> RealtimeEndpoint? {
+        guard !host.isEmpty, !host.contains("/"), !host.contains("?"), !host.contains("#"), !host.contains("@"),
+            var endpoint = try? RealtimeEndpoint(url: "\(secure ? "https" : "http")://\(host)")
+        else { return nil }
+        endpoint.namespace = namespace
+        return endpoint
+    }
+
     /// The namespace a host name implies: its first label, for a domain name with a dot.
     private static func namespace(fromHost host: String) -> String {
         let labels = host.lowercased().split(separator: ".", omittingEmptySubsequences: false)

@@ -271,10 +271,6 @@ struct RefusalTests {
             try await other.reference(withPath: "big").setValue(1.7e308)
             // The client holds no data at `big`, so it resolves the increment to 1.7e308 locally;
             // the server adds it to what it holds, which overflows, and refuses the write.
-            let values = Recorder<String>()
-            client.reference(withPath: "mine/big").observe(.value) {
-                values.record("\($0.value.map { "\($0)" } ?? "nil")")
-            }
             await #expect(throws: DatabaseError.server(status: "invalid_data", message: "")) {
                 do {
                     try await client.reference(withPath: "big").setValue(Canopy.ServerValue.increment(1.7e308))
@@ -283,6 +279,31 @@ struct RefusalTests {
                 }
             }
             #expect(try await other.reference(withPath: "big").getData().value as? Double == 1.7e308)
+        }
+    }
+
+    /// The listener sees the optimistic value, then, once the server refuses the write, the
+    /// server's data: the write is reverted with the right event.
+    @Test func aRefusedWriteIsRevertedForListenersToTheServersData() async throws {
+        try await withServer { server in
+            let (client, other) = (makeDatabase(server), makeDatabase(server))
+            try await other.reference(withPath: "big").setValue(1)
+            let values = Recorder<String>()
+            client.reference(withPath: "big").observe(.value) { values.record("\($0.value as? Double ?? -1)") }
+            #expect(await values.wait { $0.last == "1.0" }, "\(values.all)")
+            client.goOffline()
+            try await other.reference(withPath: "big").setValue(1.5e308)
+            // Offline, the client adds to the 1 it holds; the server will add to 1.5e308 and overflow.
+            let completion = Recorder<String>()
+            client.reference(withPath: "big").setValue(Canopy.ServerValue.increment(1e308)) { error, _ in
+                completion.record(error.map { "\($0)" } ?? "ok")
+            }
+            #expect(await values.wait { $0.last == "\(1e308)" }, "\(values.all)")
+            client.goOnline()
+            #expect(await completion.wait { $0.count == 1 })
+            #expect(completion.all.first?.contains("invalid_data") == true, "\(completion.all)")
+            #expect(await values.wait { $0.last == "\(1.5e308)" }, "\(values.all)")
+            #expect(values.all == ["1.0", "\(1e308)", "\(1.5e308)"])
         }
     }
 

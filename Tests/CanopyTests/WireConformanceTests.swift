@@ -66,6 +66,8 @@ final class ScriptedServer: Sendable {
         var links: [ScriptedLink] = []
         var allowed = 0
         var lastSessions: [String?] = []
+        var endpoints: [RealtimeEndpoint] = []
+        var unreachableHosts: Set<String> = []
     }
 
     private let state = Mutex(State())
@@ -75,7 +77,12 @@ final class ScriptedServer: Sendable {
     init(extensions: Set<String> = []) { self.extensions = extensions }
 
     var connector: Connector {
-        { [self] _, lastSession in
+        { [self] endpoint, lastSession in
+            let unreachable = state.withLock { state in
+                state.endpoints.append(endpoint)
+                return state.unreachableHosts.contains(endpoint.host)
+            }
+            if unreachable { throw RealtimeClientError.connectFailed("\(endpoint.host) is unreachable") }
             while true {
                 let link: ScriptedLink? = state.withLock { state in
                     guard state.links.count < state.allowed else { return nil }
@@ -94,6 +101,10 @@ final class ScriptedServer: Sendable {
 
     var links: [ScriptedLink] { state.withLock { $0.links } }
     var lastSessions: [String?] { state.withLock { $0.lastSessions } }
+    /// Where every connection attempt went, in order.
+    var endpoints: [RealtimeEndpoint] { state.withLock { $0.endpoints } }
+
+    func makeUnreachable(_ host: String) { state.withLock { _ = $0.unreachableHosts.insert(host) } }
 
     func waitForLink(_ count: Int) async -> ScriptedLink? {
         for _ in 0..<3000 {
@@ -265,5 +276,30 @@ struct WireConformanceTests {
         for request in resent { second.deliver(.response(number: request.number, status: "ok", data: "")) }
         #expect(await outcomes.wait { $0.count == 3 }, "\(outcomes.all)")
         #expect(Set(outcomes.all) == ["w0 true", "t true true", "w1 true"])
+    }
+
+    @Test func aResetSendsTheClientToTheNamedHostAndBackWhenThatHostIsUnreachable() async throws {
+        let server = ScriptedServer()
+        let database = Database(url: "http://127.0.0.1:1?ns=wire", connector: server.connector)
+        server.allowConnection()
+        database.reference(withPath: "l").observe(.value) { _ in }
+        let first = try #require(await server.waitForLink(1))
+        #expect(await Self.waitFor(first, count: 2))
+        server.allowConnection()
+        first.deliver(.reset(host: "node-2.internal:9001"))
+        let second = try #require(await server.waitForLink(2))
+        #expect(await Self.waitFor(second, count: 2), "listens are restored there: \(second.requests)")
+        #expect(server.endpoints.map(\.host) == ["127.0.0.1", "node-2.internal"])
+        #expect(
+            server.endpoints.last
+                == RealtimeEndpoint(host: "node-2.internal", port: 9001, secure: false, namespace: "wire"))
+
+        // The redirected host goes away: after one failed attempt the client uses its own URL again.
+        server.makeUnreachable("node-2.internal")
+        server.allowConnection()
+        second.close()
+        let third = try #require(await server.waitForLink(3))
+        #expect(await Self.waitFor(third, count: 2))
+        #expect(server.endpoints.map(\.host).suffix(2) == ["node-2.internal", "127.0.0.1"])
     }
 }

@@ -66,4 +66,20 @@ struct RealtimeEndpointTests {
             #expect(reason.contains(reasonPart), "\(url): \(reason)")
         }
     }
+
+    @Test func aRedirectKeepsTheSchemeAndNamespaceAndRefusesWhatIsNotAHost() throws {
+        let endpoint = try RealtimeEndpoint(url: "https://a.example.com:8443?ns=demo")
+        #expect(
+            endpoint.redirected(to: "b.example.com:9443")
+                == RealtimeEndpoint(host: "b.example.com", port: 9443, secure: true, namespace: "demo"))
+        #expect(
+            endpoint.redirected(to: "10.0.0.2")
+                == RealtimeEndpoint(host: "10.0.0.2", port: 443, secure: true, namespace: "demo"))
+        #expect(
+            endpoint.redirected(to: "[::1]:9000")
+                == RealtimeEndpoint(host: "::1", port: 9000, secure: true, namespace: "demo"))
+        for bad in ["", "b/c", "b?ns=x", "user@b", "b:0", "b:99999", "b:port"] {
+            #expect(endpoint.redirected(to: bad) == nil, "\(bad)")
+        }
+    }
 }
