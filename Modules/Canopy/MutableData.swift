@@ -76,9 +76,17 @@ public final class MutableData: Sendable {
     /// The last key of this location (`nil` for the transaction's own location).
     public var key: String? { path.back?.string }
 
-    /// The data at `path` below this one.
+    /// The data at `path` below this one. An invalid path (`"a.b"`, `"a/$x"`) makes the
+    /// transaction fail with ``DatabaseError/invalidPath(_:reason:)``; what is set on the data
+    /// returned for it is discarded.
     public func childData(byAppendingPath path: String) -> MutableData {
-        MutableData(root: root, path: self.path.child(Path(path)))
+        do {
+            return MutableData(root: root, path: self.path.child(try Path(validating: path)))
+        } catch {
+            let problem = Repo.databaseError(error, at: self.path)
+            root.state.withLock { $0.problem = $0.problem ?? problem }
+            return MutableData(root: Root(.empty))
+        }
     }
 
     /// The children, in priority order.

@@ -159,6 +159,27 @@ struct OnlineTests {
         }
     }
 
+    @Test func aTransactionWritingThroughAnInvalidChildPathFailsAndWritesNothing() async throws {
+        try await withServer { server in
+            let ref = makeDatabase(server).reference(withPath: "t")
+            try await ref.setValue(["ok": 1])
+            await #expect(throws: DatabaseError.invalidPath("a.b", reason: "key \"a.b\" contains '.'")) {
+                try await ref.runTransactionBlock { data in
+                    data.childData(byAppendingPath: "ok").value = 2
+                    data.childData(byAppendingPath: "a.b").value = 3
+                    return .success(withValue: data)
+                }
+            }
+            #expect(try await ref.getData().value as? [String: Int] == ["ok": 1])
+            // A valid nested path writes below the data.
+            try await ref.runTransactionBlock { data in
+                data.childData(byAppendingPath: "deep/er").value = 4
+                return .success(withValue: data)
+            }
+            #expect(try await ref.child("deep/er").getData().value as? Int == 4)
+        }
+    }
+
     @Test func badInputFromTheAppIsATypedErrorAndNothingIsSent() async throws {
         try await withServer { server in
             let database = makeDatabase(server)
