@@ -12,6 +12,8 @@
 public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The database file could not be created, opened, configured or migrated.
     case cannotOpen(file: String, reason: String)
+    /// Another store (in this process or another) has the database file open.
+    case inUse(file: String)
     /// SQLite failed an operation on an open database (disk full, I/O error, closed database…);
     /// a failed commit changed nothing.
     case sqlite(file: String, operation: String, message: String)
@@ -31,6 +33,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .cannotOpen(let file, let reason):
             "cannot open database \"\(file)\": \(reason)"
+        case .inUse(let file):
+            "database \"\(file)\" is in use by another store (in another process or this one)"
         case .sqlite(let file, let operation, let message):
             "database \"\(file)\" failed \(operation): \(message)"
         case .invalidWrite(let path, let reason):
@@ -48,7 +52,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// messages, which stay in the server's log.
     public var clientMessage: String {
         switch self {
-        case .cannotOpen: "the database could not be opened"
+        case .cannotOpen, .inUse: "the database could not be opened"
         case .sqlite(_, let operation, _): "storage failed \(operation)"
         case .invalidWrite: description
         case .corruptData: "the database holds data that cannot be read"
