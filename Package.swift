@@ -60,7 +60,7 @@ let package = Package(
         .target(
             name: "Canopy",
             dependencies: [
-                "Tree", "Query", "SyncEngine", "Transport",
+                "Tree", "Query", "SyncEngine", "Transport", "Persistence",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Modules/Canopy",

@@ -1,6 +1,7 @@
 public import Dispatch
-import Foundation
+public import Foundation
 import Logging
+import Persistence
 import Synchronization
 import Transport
 import Tree
@@ -30,6 +31,7 @@ public final class Database: Sendable {
         var callbackQueue: DispatchQueue
         var persistenceEnabled = false
         var cacheSizeBytes: UInt = 10 * 1024 * 1024
+        var persistenceDirectory = PersistenceManager.defaultDirectory
         var repo: Repo?
         var emulator: (host: String, port: Int)?
     }
@@ -107,6 +109,28 @@ public final class Database: Sendable {
     }
 
     /// The size the on-disk cache is kept to, in bytes (1 MB to 100 MB; default 10 MB).
+    /// The folder persistence keeps its files in: by default `canopy` in the application-support
+    /// folder on Apple platforms, in `$XDG_DATA_HOME` (or `~/.local/share`) elsewhere. Set it before
+    /// the first reference is made; later changes are ignored and logged.
+    ///
+    /// ```swift
+    /// let database = Database.database()
+    /// database.persistenceDirectory = URL(fileURLWithPath: "/var/lib/myapp/canopy")
+    /// database.isPersistenceEnabled = true
+    /// ```
+    public var persistenceDirectory: URL {
+        get { settings.withLock { $0.persistenceDirectory } }
+        set {
+            settings.withLock { settings in
+                guard settings.repo == nil else {
+                    logger.error("\(DatabaseError.tooLate("persistenceDirectory"))")
+                    return
+                }
+                settings.persistenceDirectory = newValue
+            }
+        }
+    }
+
     public var persistenceCacheSizeBytes: UInt {
         get { settings.withLock { $0.cacheSizeBytes } }
         set {
@@ -142,12 +166,40 @@ public final class Database: Sendable {
                 endpoint.port = emulator.port
                 endpoint.secure = false
             }
+            var persistence: PersistenceManager?
+            if settings.persistenceEnabled {
+                let file = settings.persistenceDirectory.appendingPathComponent(Self.storeFileName(endpoint)).path
+                do {
+                    persistence = PersistenceManager(store: try SQLiteClientStore(path: file), logger: logger)
+                } catch {
+                    logger.error("persistence is off, data is kept in memory only: \(error)")
+                }
+            }
             let repo = Repo(
-                endpoint: endpoint, callbackQueue: settings.callbackQueue, connector: connector, logger: logger)
+                endpoint: endpoint, callbackQueue: settings.callbackQueue, connector: connector, logger: logger,
+                persistence: persistence)
             settings.repo = repo
             repo.start()
             return repo
         }
+    }
+
+    /// The store file of a database: `<host>_<port>_<namespace>.sqlite`, with characters other
+    /// than letters, digits, `.` and `-` replaced by `-`.
+    static func storeFileName(_ endpoint: RealtimeEndpoint) -> String {
+        let name = "\(endpoint.host)_\(endpoint.port)_\(endpoint.namespace)"
+        let safe = String(
+            name.unicodeScalars.map { scalar -> Character in
+                scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "." || scalar == "_"
+                    || scalar == "-" ? Character(scalar) : "-"
+            })
+        return safe + ".sqlite"
+    }
+
+    /// Stops this database for good: the connection closes and the persistence store is written
+    /// and closed (so another `Database` may open it, as after an app restart).
+    func shutDown() {
+        settings.withLock { $0.repo?.stop() }
     }
 
     // MARK: References

@@ -190,7 +190,18 @@ extension Repo {
         case .overwrite(let pathText, let data, let tag):
             apply(pathText, reset: "a data push") { state, path in
                 let node = try Node(json: data)
-                if let tag { return state.tree.applyTaggedOverwrite(node, at: path, tag: tag) }
+                if let tag {
+                    if let query = Self.query(tagged: tag, in: state) {
+                        let window = path == query.path
+                        let children =
+                            window ? node.children.map { (Path($0.key.string), $0.value) } : [(Path.root, node)]
+                        persistence?.serverUpdate(
+                            for: query, Dictionary(children, uniquingKeysWith: { $1 }), at: path, replacesWindow: window
+                        )
+                    }
+                    return state.tree.applyTaggedOverwrite(node, at: path, tag: tag)
+                }
+                persistence?.serverOverwrite(node, at: path)
                 return state.tree.applyServerOverwrite(node, at: path)
             }
         case .merge(let pathText, let data, let tag):
@@ -198,7 +209,13 @@ extension Repo {
                 guard case .object(let members) = data else { throw TreeError.invalidJSON(reason: "merge data") }
                 var children: [Path: Node] = [:]
                 for (key, value) in members { children[try Path(validating: key)] = try Node(json: value) }
-                if let tag { return state.tree.applyTaggedMerge(children, at: path, tag: tag) }
+                if let tag {
+                    if let query = Self.query(tagged: tag, in: state) {
+                        persistence?.serverUpdate(for: query, children, at: path, replacesWindow: false)
+                    }
+                    return state.tree.applyTaggedMerge(children, at: path, tag: tag)
+                }
+                persistence?.serverMerge(children, at: path)
                 return state.tree.applyServerMerge(children, at: path)
             }
         case .listenRevoked(let pathText, let query):
@@ -237,6 +254,11 @@ extension Repo {
         case .pong, .hello:
             break
         }
+    }
+
+    /// The filtered query whose pushes carry `tag`.
+    private static func query(tagged tag: Int, in state: State) -> QuerySpec? {
+        state.listens.values.first { $0.tag == tag }?.query
     }
 
     private func apply(

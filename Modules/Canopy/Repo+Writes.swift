@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Logging
+import Persistence
 import Query
 import SyncEngine
 import Synchronization
@@ -10,9 +11,11 @@ import Tree
 extension Repo {
     /// Validates `json` as a write at `path` and resolves its server values with this client's
     /// estimate of the server's clock (for the optimistic events; the server resolves them again).
-    func node(_ json: JSONValue, at path: Path, in state: State) throws(DatabaseError) -> Node {
+    func node(
+        _ json: JSONValue, at path: Path, in state: State, existing known: Node? = nil
+    ) throws(DatabaseError) -> Node {
         do {
-            let existing = json.containsServerValue ? state.tree.completeEventCache(at: path) : .empty
+            let existing = json.containsServerValue ? known ?? state.tree.completeEventCache(at: path) : .empty
             return try Node(
                 json: json, at: path, existing: existing, serverValues: ServerValueContext(now: serverTime(state)))
         } catch {
@@ -48,7 +51,8 @@ extension Repo {
             state.nextWriteID += 1
             let events = state.tree.applyUserOverwrite(node, at: path, writeID: id)
             state.writes[id] = PendingWrite(
-                action: .put(path: path.wireString, data: json, hash: nil), completion: completion)
+                action: .put(path: path.wireString, data: json, hash: nil), completion: completion, node: node)
+            persistence?.saveWrite(PersistedWrite(id: id, path: path, isMerge: false, json: json))
             sendWrite(id, in: &state)
             dispatch(events, in: &state)
         }
@@ -88,8 +92,53 @@ extension Repo {
             let events = state.tree.applyUserMerge(children, at: path, writeID: id)
             state.writes[id] = PendingWrite(
                 action: .merge(path: path.wireString, data: .object(members)), completion: completion)
+            persistence?.saveWrite(PersistedWrite(id: id, path: path, isMerge: true, json: .object(members)))
             sendWrite(id, in: &state)
             dispatch(events, in: &state)
+        }
+    }
+
+    /// Writes kept from an earlier run: applied locally again (server values resolved now) and
+    /// queued to be sent, in id order; later writes are numbered after them.
+    func restoreWrites(_ writes: [PersistedWrite]) {
+        guard let persistence else { return }
+        state.withLock { state in
+            // No listener holds data yet: server values resolve against the data kept on the
+            // device, with the writes restored before laid over it.
+            func existing(at path: Path) -> Node {
+                let cached = persistence.serverCache(for: QuerySpec(path: path)).node
+                return state.tree.pendingWrites.completeEventCache(
+                    at: path, serverCache: cached, includeHiddenWrites: true) ?? cached
+            }
+            for write in writes {
+                let action: ClientAction
+                var node: Node?
+                do throws(DatabaseError) {
+                    if write.isMerge, case .object(let members) = write.json {
+                        var children: [Path: Node] = [:]
+                        for (key, value) in members {
+                            let relative = Path(key)
+                            let absolute = write.path.child(relative)
+                            children[relative] = try self.node(
+                                value, at: absolute, in: state, existing: existing(at: absolute))
+                        }
+                        _ = state.tree.applyUserMerge(children, at: write.path, writeID: write.id)
+                        action = .merge(path: write.path.wireString, data: write.json)
+                    } else {
+                        let resolved = try self.node(
+                            write.json, at: write.path, in: state, existing: existing(at: write.path))
+                        _ = state.tree.applyUserOverwrite(resolved, at: write.path, writeID: write.id)
+                        node = resolved
+                        action = .put(path: write.path.wireString, data: write.json, hash: nil)
+                    }
+                } catch {
+                    logger.error("dropping a stored write that is no longer valid: \(error)")
+                    persistence.removeWrite(id: write.id, acknowledged: nil)
+                    continue
+                }
+                state.writes[write.id] = PendingWrite(action: action, completion: { _ in }, node: node)
+                state.nextWriteID = max(state.nextWriteID, write.id + 1)
+            }
         }
     }
 
@@ -107,6 +156,11 @@ extension Repo {
         if status == "disconnected" { return }
         state.withLock { state in
             guard let write = state.writes.removeValue(forKey: id) else { return }
+            var acknowledged: (path: Path, node: Node)?
+            if status == "ok", case .put(let path, _, _) = write.action, let node = write.node {
+                acknowledged = (Path(path), node)
+            }
+            persistence?.removeWrite(id: id, acknowledged: acknowledged)
             let events = state.tree.ackUserWrite(writeID: id, revert: status != "ok")
             dispatch(events, in: &state)
             let error: DatabaseError? =
@@ -121,6 +175,7 @@ extension Repo {
         state.withLock { state in
             for id in state.writes.keys.sorted() {
                 guard let write = state.writes.removeValue(forKey: id) else { continue }
+                persistence?.removeWrite(id: id, acknowledged: nil)
                 dispatch(state.tree.ackUserWrite(writeID: id, revert: true), in: &state)
                 complete(write.completion, with: .writeCanceled, in: state)
             }

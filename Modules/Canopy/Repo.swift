@@ -20,8 +20,11 @@ final class Repo: Sendable {
     let connector: Connector
     let state: Mutex<State>
     let listenRequests: ListenRequests
-    /// Names this client in the ``WriteID``s of its writes, for servers that take them.
-    let clientID = UUID().uuidString
+    /// Names this client in the ``WriteID``s of its writes, for servers that take them; kept with
+    /// persistence, so writes restored after a restart keep their ids.
+    let clientID: String
+    /// The device store, when persistence is on.
+    let persistence: PersistenceManager?
     /// The connection loop, started on first use.
     private let loop = Mutex<Task<Void, Never>?>(nil)
 
@@ -47,6 +50,8 @@ final class Repo: Sendable {
         let action: ClientAction
         let completion: @Sendable (DatabaseError?) -> Void
         var sent = false
+        /// What the write put at its location, once resolved locally (`nil` for an update).
+        var node: Node?
     }
 
     /// An onDisconnect request made while offline, sent once connected.
@@ -107,16 +112,30 @@ final class Repo: Sendable {
         var kept: [String: DatabaseHandle] = [:]
     }
 
-    init(endpoint: RealtimeEndpoint, callbackQueue: DispatchQueue, connector: @escaping Connector, logger: Logger) {
+    init(
+        endpoint: RealtimeEndpoint, callbackQueue: DispatchQueue, connector: @escaping Connector, logger: Logger,
+        persistence: PersistenceManager? = nil
+    ) {
         self.endpoint = endpoint
         self.logger = logger
         self.connector = connector
+        self.persistence = persistence
         let requests = ListenRequests()
         listenRequests = requests
-        state = Mutex(
-            State(
-                tree: SyncTree(listenProvider: requests), info: SyncTree(listenProvider: NoListens()),
-                callbackQueue: callbackQueue))
+        var tree = SyncTree(listenProvider: requests)
+        if let persistence {
+            tree.persistedCache = { query in persistence.serverCache(for: query) }
+            if let saved = persistence.setting("client_id") {
+                clientID = saved
+            } else {
+                clientID = UUID().uuidString
+                persistence.setSetting("client_id", clientID)
+            }
+        } else {
+            clientID = UUID().uuidString
+        }
+        state = Mutex(State(tree: tree, info: SyncTree(listenProvider: NoListens()), callbackQueue: callbackQueue))
+        if let persistence { restoreWrites(persistence.restoredWrites()) }
     }
 
     /// What `.info` holds: `connected` and `serverTimeOffset`.
@@ -138,10 +157,12 @@ final class Repo: Sendable {
         }
     }
 
-    /// Stops connecting for good (the database is released).
+    /// Stops connecting for good (the database is released) and closes the device store once
+    /// everything queued for it was written.
     func stop() {
         loop.withLock { $0?.cancel() }
         state.withLock { $0.link?.close() }
+        persistence?.close()
     }
 
     // MARK: Time
@@ -257,11 +278,13 @@ final class Repo: Sendable {
         for request in listenRequests.take() {
             switch request {
             case .start(let query, let tag):
+                persistence?.setActive(query)
                 let key = Self.listenKey(query)
                 if state.listens[key] == nil { state.listenOrder.append(key) }
                 state.listens[key] = ListenState(query: query, tag: tag)
                 if state.connected { sendListen(key, in: &state) }
             case .stop(let query, let tag):
+                persistence?.setInactive(query)
                 let key = Self.listenKey(query)
                 guard state.listens.removeValue(forKey: key) != nil else { continue }
                 state.listenOrder.removeAll { $0 == key }
@@ -293,6 +316,7 @@ final class Repo: Sendable {
                         metadata: ["path": "\(query.path)"])
                 }
                 guard state.listens[key] != nil else { return }
+                if status == "ok" { persistence?.setComplete(query) }
                 if status != "ok" {
                     state.listens[key] = nil
                     state.listenOrder.removeAll { $0 == key }

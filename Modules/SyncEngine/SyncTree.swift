@@ -31,6 +31,10 @@ public struct SyncTree: Sendable {
     private var queryToTag: [QueryKey: Int] = [:]
     private var nextTag = 1
     public let listenProvider: any ListenProvider
+    /// Data kept from earlier runs (the client's persistence): asked for a query's server data
+    /// when no listener in memory holds it. `complete` says the server confirmed that data for the
+    /// query; otherwise it is what is known of the query's children.
+    public var persistedCache: (@Sendable (QuerySpec) -> (node: Node, complete: Bool))?
 
     private struct QueryKey: Hashable, Sendable {
         let path: Path
@@ -206,12 +210,20 @@ public struct SyncTree: Sendable {
         var syncPoint = syncPoints[at: path] ?? SyncPoint()
         foundAncestorDefaultView = foundAncestorDefaultView || syncPoint.hasCompleteView
         serverCache = serverCache ?? syncPoint.completeServerCache(at: .root)
+        let persisted = serverCache == nil ? persistedCache?(query) : nil
+        if let persisted, persisted.complete { serverCache = persisted.node }
         let serverCacheComplete = serverCache != nil
         if serverCache == nil {
             var children = Node.empty
             syncPoints.subtree(at: path).forEachChildValue { name, child in
                 if let complete = child.completeServerCache(at: .root) {
                     children = children.updatingChild(name, to: complete)
+                }
+            }
+            // What persistence knows of other children fills the gaps.
+            if let persisted {
+                for (name, child) in persisted.node.children where children.child(name).isEmpty {
+                    children = children.updatingChild(name, to: child)
                 }
             }
             serverCache = children

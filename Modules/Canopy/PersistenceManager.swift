@@ -1,0 +1,274 @@
+import Dispatch
+import Foundation
+import Logging
+import Persistence
+import Query
+import SyncEngine
+import Synchronization
+import Tree
+
+/// Keeps what the client syncs on the device when persistence is on: the server's data for the
+/// queries it tracks, which of them the server confirmed (complete), and the writes not yet
+/// acknowledged, in a ``ClientStore``.
+///
+/// Store calls run in order on one serial queue, off the caller's thread; reads wait for the
+/// writes queued before them. A storage failure is logged once, the store is dropped and the client
+/// carries on in memory.
+final class PersistenceManager: Sendable {
+    private struct State {
+        var store: (any ClientStore)?
+        /// Tracked queries by ``key(_:)``.
+        var tracked: [String: TrackedQuery] = [:]
+        var nextTrackedID = 0
+    }
+
+    private let state: Mutex<State>
+    private let queue = DispatchQueue(label: "canopy.persistence")
+    private let logger: Logger
+
+    init(store: any ClientStore, logger: Logger) {
+        self.logger = logger
+        var state = State(store: store)
+        do {
+            for query in try store.trackedQueries() {
+                state.tracked[Self.key(path: query.path, identifier: query.queryIdentifier)] = query
+                state.nextTrackedID = max(state.nextTrackedID, query.id + 1)
+            }
+        } catch {
+            logger.error("cannot read the tracked queries; continuing without persistence: \(error)")
+            state.store = nil
+        }
+        self.state = Mutex(state)
+    }
+
+    /// The store's folder-level default: the application-support folder on Apple platforms,
+    /// `$XDG_DATA_HOME` or `~/.local/share` elsewhere, with a `canopy` folder inside.
+    static var defaultDirectory: URL {
+        #if canImport(Darwin)
+        let base =
+            FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
+            ?? URL(fileURLWithPath: NSHomeDirectory()).appendingPathComponent("Library/Application Support")
+        #else
+        let environment = ProcessInfo.processInfo.environment
+        let base =
+            environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
+            ?? URL(fileURLWithPath: NSHomeDirectory()).appendingPathComponent(".local/share")
+        #endif
+        return base.appendingPathComponent("canopy", isDirectory: true)
+    }
+
+    // MARK: Store access
+
+    /// Runs `body` with the store, if there still is one, in order after what was queued before.
+    private func enqueue(_ operation: String, _ body: @escaping @Sendable (any ClientStore) throws -> Void) {
+        queue.async { [self] in
+            guard let store = state.withLock({ $0.store }) else { return }
+            do {
+                try body(store)
+            } catch {
+                failed(operation, error)
+            }
+        }
+    }
+
+    /// Runs `body` with the store and returns its result, once what was queued before is done.
+    private func read<T: Sendable>(_ operation: String, _ body: (any ClientStore) throws -> T) -> T? {
+        queue.sync {
+            guard let store = state.withLock({ $0.store }) else { return nil }
+            do {
+                return try body(store)
+            } catch {
+                failed(operation, error)
+                return nil
+            }
+        }
+    }
+
+    private func failed(_ operation: String, _ error: any Error) {
+        let wasOpen = state.withLock { state in
+            defer { state.store = nil }
+            return state.store != nil
+        }
+        if wasOpen {
+            logger.error("persistence failed \(operation); continuing in memory only: \(error)")
+        }
+    }
+
+    /// Drops the store (and its file lock) once everything queued was written.
+    func close() {
+        queue.sync { state.withLock { $0.store = nil } }
+    }
+
+    /// Waits until everything queued so far is stored.
+    func flush() { queue.sync {} }
+
+    // MARK: Settings
+
+    func setting(_ name: String) -> String? { read("reading \(name)") { try $0.setting(name) } ?? nil }
+
+    func setSetting(_ name: String, _ value: String?) {
+        enqueue("storing \(name)") { try $0.setSetting(name, value) }
+    }
+
+    // MARK: Server cache
+
+    /// What the device holds for `query`: complete when the server confirmed this query (or a
+    /// complete query above it) before; otherwise the children other complete queries hold.
+    func serverCache(for query: QuerySpec) -> (node: Node, complete: Bool) {
+        let (complete, keysQueryID, knownChildren) = state.withLock {
+            state -> (Bool, Int?, (ids: [Int], children: Set<String>)?) in
+            let tracked = state.tracked[Self.key(query)]
+            if Self.isComplete(query, in: state.tracked) {
+                let filtered = !query.params.loadsAllData && tracked?.isComplete == true
+                return (true, filtered ? tracked?.id : nil, nil)
+            }
+            return (false, nil, Self.knownCompleteChildren(at: query.path, in: state.tracked))
+        }
+        let result = read("reading the cache at /\(query.path.wireString)") { store -> Node in
+            let node = try store.serverCache(at: query.path)
+            var keys: Set<String>?
+            if let keysQueryID { keys = try store.trackedKeys(queryID: keysQueryID) }
+            if let knownChildren {
+                var union = knownChildren.children
+                for id in knownChildren.ids { union.formUnion(try store.trackedKeys(queryID: id)) }
+                keys = union
+            }
+            guard let keys else { return node }
+            var filtered = Node.empty
+            for key in keys { filtered = filtered.updatingChild(ChildKey(key), to: node.child(ChildKey(key))) }
+            return filtered
+        }
+        return (result ?? .empty, complete && result != nil)
+    }
+
+    /// An untagged push: the server's data at `path` is `node`.
+    func serverOverwrite(_ node: Node, at path: Path) {
+        enqueue("caching data") { try $0.overwriteServerCache(node, at: path) }
+    }
+
+    /// An untagged merge push.
+    func serverMerge(_ children: [Path: Node], at path: Path) {
+        enqueue("caching data") { try $0.mergeServerCache(children, at: path) }
+    }
+
+    /// A push for the filtered `query`: merged into the cache (the query holds only some children),
+    /// and the children it holds recorded.
+    func serverUpdate(for query: QuerySpec, _ children: [Path: Node], at path: Path, replacesWindow: Bool) {
+        guard let id = state.withLock({ $0.tracked[Self.key(query)]?.id }) else { return }
+        enqueue("caching a query's data") { store in
+            try store.mergeServerCache(children, at: path)
+            var keys = replacesWindow ? [] : try store.trackedKeys(queryID: id)
+            for (relative, node) in children {
+                let full = Path.relative(from: query.path, to: path.child(relative))
+                guard let key = full.front else { continue }
+                if full.count == 1, node.isEmpty { keys.remove(key.string) } else { keys.insert(key.string) }
+            }
+            try store.setTrackedKeys(keys, queryID: id)
+        }
+    }
+
+    // MARK: Tracked queries
+
+    /// A listen started for `query`: it is tracked, active and used now.
+    func setActive(_ query: QuerySpec) { update(query, create: true) { $0.isActive = true } }
+
+    /// The listen for `query` stopped.
+    func setInactive(_ query: QuerySpec) { update(query, create: false) { $0.isActive = false } }
+
+    /// The server confirmed the data of `query`.
+    func setComplete(_ query: QuerySpec) { update(query, create: false) { $0.isComplete = true } }
+
+    private func update(_ query: QuerySpec, create: Bool, _ change: (inout TrackedQuery) -> Void) {
+        let tracked = Self.trackedQuery(query)
+        let key = Self.key(tracked)
+        let saved = state.withLock { state -> TrackedQuery? in
+            var entry: TrackedQuery
+            if let existing = state.tracked[key] {
+                entry = existing
+            } else {
+                guard create else { return nil }
+                entry = TrackedQuery(
+                    id: state.nextTrackedID, path: tracked.path, queryIdentifier: tracked.params.queryIdentifier,
+                    params: tracked.params.wireObject ?? [:], lastUse: 0, isComplete: false, isActive: false)
+                state.nextTrackedID += 1
+            }
+            change(&entry)
+            entry.lastUse = (Date().timeIntervalSince1970 * 1000).rounded()
+            state.tracked[key] = entry
+            return entry
+        }
+        if let saved { enqueue("tracking a query") { try $0.saveTrackedQuery(saved) } }
+    }
+
+    /// A query that loads all data at its path is tracked as the default query there.
+    private static func trackedQuery(_ query: QuerySpec) -> QuerySpec {
+        query.params.loadsAllData ? QuerySpec(path: query.path) : query
+    }
+
+    private static func key(_ query: QuerySpec) -> String {
+        let tracked = trackedQuery(query)
+        return key(path: tracked.path, identifier: tracked.params.queryIdentifier)
+    }
+
+    private static func key(path: Path, identifier: String) -> String { path.wireString + "|" + identifier }
+
+    private static func isComplete(_ query: QuerySpec, in tracked: [String: TrackedQuery]) -> Bool {
+        if tracked[key(query)]?.isComplete == true { return true }
+        var path: Path? = query.path
+        while let current = path {
+            if tracked[key(path: current, identifier: QueryParams.default.queryIdentifier)]?.isComplete == true {
+                return true
+            }
+            path = current.parent
+        }
+        return false
+    }
+
+    /// The complete filtered queries at `path` (their keys are read from the store) and the
+    /// children with a complete default query.
+    private static func knownCompleteChildren(
+        at path: Path, in tracked: [String: TrackedQuery]
+    ) -> (ids: [Int], children: Set<String>) {
+        var ids: [Int] = []
+        var children: Set<String> = []
+        let defaultID = QueryParams.default.queryIdentifier
+        for query in tracked.values where query.isComplete {
+            if query.path == path, query.queryIdentifier != defaultID {
+                ids.append(query.id)
+            } else if query.queryIdentifier == defaultID, query.path.parent == path, let name = query.path.back {
+                children.insert(name.string)
+            }
+        }
+        return (ids, children)
+    }
+
+    // MARK: Writes
+
+    /// The writes kept from an earlier run, in id order.
+    func restoredWrites() -> [PersistedWrite] { read("reading the writes") { try $0.writes() } ?? [] }
+
+    /// Stores a write; `durable` runs once it is on disk (or failed to be).
+    func saveWrite(_ write: PersistedWrite) { enqueue("saving a write") { try $0.saveWrite(write) } }
+
+    /// Forgets write `id`; when it was acknowledged, its data becomes server data where no complete
+    /// listen keeps that location synced.
+    func removeWrite(id: Int, acknowledged write: (path: Path, node: Node)?) {
+        enqueue("removing a write") { try $0.removeWrite(id: id) }
+        guard let write else { return }
+        let covered = state.withLock { state in
+            var path: Path? = write.path
+            while let current = path {
+                if let query = state.tracked[Self.key(path: current, identifier: QueryParams.default.queryIdentifier)],
+                    query.isActive, query.isComplete
+                {
+                    return true
+                }
+                path = current.parent
+            }
+            return false
+        }
+        if !covered { serverOverwrite(write.node, at: write.path) }
+    }
+
+    func removeAllWrites() { enqueue("removing the writes") { try $0.removeAllWrites() } }
+}

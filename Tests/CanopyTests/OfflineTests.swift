@@ -1,0 +1,149 @@
+import CanopyServer
+import CanopyTesting
+import Foundation
+import Synchronization
+import Testing
+import Transport
+import Tree
+
+@testable import Canopy
+
+/// A network the test switches on and off: while off, every connection attempt fails at once.
+final class NetworkSwitch: Sendable {
+    private let isOn: Mutex<Bool>
+
+    init(on: Bool) { isOn = Mutex(on) }
+
+    func turnOn() { isOn.withLock { $0 = true } }
+
+    var connector: Connector {
+        { [self] endpoint, lastSession in
+            guard isOn.withLock({ $0 }) else { throw RealtimeClientError.connectFailed("the network is off") }
+            return try await Database.realtimeConnector(endpoint, lastSession)
+        }
+    }
+}
+
+/// Persistence: what a client synced, its pending writes and tracked queries survive a restart of
+/// the app (a new `Database` on the same folder) and serve it without a network.
+@Suite(.timeLimit(.minutes(2)))
+struct OfflineTests {
+    /// A client of `server` that keeps its data in `folder`, as an app would across runs.
+    static func persistentDatabase(_ server: TestServer, folder: URL, network: NetworkSwitch) -> Database {
+        let database = Database(url: "http://127.0.0.1:\(server.port)?ns=test", connector: network.connector)
+        database.persistenceDirectory = folder
+        database.isPersistenceEnabled = true
+        return database
+    }
+
+    static func withFolder(_ body: (URL) async throws -> Void) async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "canopy-offline-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await body(folder)
+    }
+
+    @Test func afterARestartWithoutNetworkListenersFireFromTheCacheAndQueuedWritesLandOnce() async throws {
+        try await withServer { server in
+            try await Self.withFolder { folder in
+                try await makeDatabase(server).reference(withPath: "room").setValue(["topic": "gardens", "count": 1])
+                let first = Self.persistentDatabase(server, folder: folder, network: NetworkSwitch(on: true))
+                let seen = Recorder<String>()
+                first.reference(withPath: "room").observe(.value) {
+                    seen.record($0.childSnapshot(forPath: "topic").value as? String ?? "-")
+                }
+                #expect(await seen.wait { $0.last == "gardens" })
+                first.shutDown()
+
+                // Two runs without a network, each writing.
+                for run in 0..<2 {
+                    let offline = Self.persistentDatabase(server, folder: folder, network: NetworkSwitch(on: false))
+                    let topic = Recorder<String>()
+                    offline.reference(withPath: "room/topic").observe(.value) {
+                        topic.record($0.value as? String ?? "-")
+                    }
+                    #expect(await topic.wait { $0 == ["gardens"] }, "run \(run): the cache answered: \(topic.all)")
+                    let count = Recorder<Int>()
+                    offline.reference(withPath: "room/count").observe(.value) { count.record($0.value as? Int ?? -1) }
+                    // (Completion forms: offline, the async forms would wait for the server.)
+                    offline.reference(withPath: "room/count").setValue(Canopy.ServerValue.increment(1)) { _, _ in }
+                    offline.reference(withPath: "room/log/\(run)").setValue("offline \(run)") { _, _ in }
+                    // The restored increment from the run before applies locally too.
+                    #expect(await count.wait { $0.last == 2 + run }, "run \(run): \(count.all)")
+                    offline.shutDown()
+                }
+
+                let online = Self.persistentDatabase(server, folder: folder, network: NetworkSwitch(on: true))
+                let count = Recorder<Int>()
+                online.reference(withPath: "room/count").observe(.value) { count.record($0.value as? Int ?? -1) }
+                #expect(
+                    await ServerProbe.wait(server, ["room/count", "room/log"]) {
+                        $0 == [3, ["offline 0", "offline 1"]]
+                    })
+                try await Task.sleep(for: .milliseconds(300))
+                #expect(try await ServerProbe.value(server, "room/count") == 3, "each queued increment applied once")
+                #expect(await count.wait { $0.last == 3 })
+                online.shutDown()
+            }
+        }
+    }
+
+    /// The guide's offline queries: after `limitToLast(4)` ran online, an offline restart asking
+    /// `limitToLast(2)` gets child_added for the top two at once but no value event; asking
+    /// `limitToLast(6)` gets the four cached at once, and once the connection returns, the two
+    /// missing, then the value event.
+    @Test func offlineQueriesAnswerFromWhatAnotherQueryCached() async throws {
+        try await withServer { server in
+            try await Self.withFolder { folder in
+                try await makeDatabase(server).reference(withPath: "scores").setValue(
+                    ["a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6, "g": 7])
+                let first = Self.persistentDatabase(server, folder: folder, network: NetworkSwitch(on: true))
+                let top4 = Recorder<String>()
+                first.reference(withPath: "scores").queryOrderedByValue().queryLimited(toLast: 4).observe(.value) {
+                    top4.record($0.children.map(\.key).joined())
+                }
+                #expect(await top4.wait { $0.last == "defg" }, "\(top4.all)")
+                first.shutDown()
+
+                let network = NetworkSwitch(on: false)
+                let offline = Self.persistentDatabase(server, folder: folder, network: network)
+                let scores = offline.reference(withPath: "scores").queryOrderedByValue()
+                let top2 = Recorder<String>()
+                let top2Values = Recorder<String>()
+                scores.queryLimited(toLast: 2).observe(.childAdded) { top2.record($0.key) }
+                scores.queryLimited(toLast: 2).observe(.value) { top2Values.record("\($0.childrenCount)") }
+                #expect(await top2.wait { Set($0) == ["f", "g"] }, "\(top2.all)")
+                let top6 = Recorder<String>()
+                let top6Values = Recorder<String>()
+                scores.queryLimited(toLast: 6).observe(.childAdded) { top6.record($0.key) }
+                scores.queryLimited(toLast: 6).observe(.value) { top6Values.record("\($0.childrenCount)") }
+                #expect(await top6.wait { Set($0) == ["d", "e", "f", "g"] }, "\(top6.all)")
+                try await Task.sleep(for: .milliseconds(300))
+                #expect(top2Values.all.isEmpty && top6Values.all.isEmpty, "no value event offline")
+                #expect(top2.all.count == 2 && top6.all.count == 4)
+
+                network.turnOn()
+                offline.goOnline()
+                #expect(await top6Values.wait { $0 == ["6"] }, "\(top6Values.all)")
+                #expect(Set(top6.all.suffix(2)) == ["b", "c"], "the two missing came before the value: \(top6.all)")
+                offline.shutDown()
+            }
+        }
+    }
+
+    @Test func aSecondDatabaseOnTheSameFolderRunsInMemoryAndSaysWhy() async throws {
+        try await withServer { server in
+            try await Self.withFolder { folder in
+                let first = Self.persistentDatabase(server, folder: folder, network: NetworkSwitch(on: true))
+                try await first.reference(withPath: "x").setValue(1)
+                // The store is taken: the second client logs it and works in memory.
+                let second = Self.persistentDatabase(server, folder: folder, network: NetworkSwitch(on: true))
+                try await second.reference(withPath: "y").setValue(2)
+                #expect(second.repo?.persistence == nil)
+                #expect(first.repo?.persistence != nil)
+                first.shutDown()
+                second.shutDown()
+            }
+        }
+    }
+}
