@@ -238,4 +238,21 @@ public final class Database: Sendable {
     /// Cancels every write not yet acknowledged by the server: their local events are reverted and
     /// their completions get ``DatabaseError/writeCanceled``.
     public func purgeOutstandingWrites() { repo?.purgeOutstandingWrites() }
+
+    /// The writes the server has not acknowledged yet, in the order they were made; with
+    /// persistence on, those restored from an earlier run come first.
+    ///
+    /// ```swift
+    /// for write in database.pendingWrites { try await write.acknowledged }
+    /// ```
+    public var pendingWrites: [WriteStatus] {
+        repo?.state.withLock { state in state.writes.keys.sorted().compactMap { state.writes[$0]?.status } } ?? []
+    }
+
+    /// The bytes persistence keeps on the device (cached data and pending writes), or `nil` when
+    /// persistence is off.
+    public var persistenceSize: (cachedBytes: Int, pendingWriteBytes: Int)? {
+        guard let size = repo?.persistence?.size else { return nil }
+        return (size.serverCache, size.pendingWrites)
+    }
 }

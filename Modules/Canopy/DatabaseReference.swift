@@ -69,14 +69,16 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     // MARK: Writes
 
     /// Replaces the data here with `value` (`nil` removes it).
-    public func setValue(_ value: Any?) { setValue(value, withCompletionBlock: { _, _ in }) }
+    @discardableResult
+    public func setValue(_ value: Any?) -> WriteStatus { setValue(value, withCompletionBlock: { _, _ in }) }
 
     /// ``setValue(_:)``, then `block` with the server's answer.
+    @discardableResult
     public func setValue(
         _ value: Any?, withCompletionBlock block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void
-    ) {
-        write(block) { repo, done throws(DatabaseError) in
-            repo.set(try AppValue.json(value, at: self.location), at: self.path, completion: done)
+    ) -> WriteStatus {
+        write(block) { repo, status, done throws(DatabaseError) in
+            repo.set(try AppValue.json(value, at: self.location), at: self.path, status: status, completion: done)
         }
     }
 
@@ -86,16 +88,18 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     }
 
     /// Replaces the data and its priority.
-    public func setValue(_ value: Any?, andPriority priority: Any?) {
+    @discardableResult
+    public func setValue(_ value: Any?, andPriority priority: Any?) -> WriteStatus {
         setValue(value, andPriority: priority, withCompletionBlock: { _, _ in })
     }
 
+    @discardableResult
     public func setValue(
         _ value: Any?, andPriority priority: Any?,
         withCompletionBlock block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void
-    ) {
-        write(block) { repo, done throws(DatabaseError) in
-            repo.set(try self.withPriority(value, priority), at: self.path, completion: done)
+    ) -> WriteStatus {
+        write(block) { repo, status, done throws(DatabaseError) in
+            repo.set(try self.withPriority(value, priority), at: self.path, status: status, completion: done)
         }
     }
 
@@ -122,15 +126,19 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     }
 
     /// Sets only the priority.
-    public func setPriority(_ priority: Any?) { setPriority(priority, withCompletionBlock: { _, _ in }) }
+    @discardableResult
+    public func setPriority(_ priority: Any?) -> WriteStatus {
+        setPriority(priority, withCompletionBlock: { _, _ in })
+    }
 
+    @discardableResult
     public func setPriority(
         _ priority: Any?, withCompletionBlock block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void
-    ) {
-        write(block) { repo, done throws(DatabaseError) in
+    ) -> WriteStatus {
+        write(block) { repo, status, done throws(DatabaseError) in
             repo.set(
                 try AppValue.json(priority, at: self.location + "/.priority"), at: self.path.child(.priority),
-                completion: done)
+                status: status, completion: done)
         }
     }
 
@@ -140,16 +148,18 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
 
     /// Writes several locations at once: each key is a path relative to this one (`"a/b": 1`);
     /// `nil` or `NSNull` removes. All of it applies, or none.
-    public func updateChildValues(_ values: [AnyHashable: Any]) {
+    @discardableResult
+    public func updateChildValues(_ values: [AnyHashable: Any]) -> WriteStatus {
         updateChildValues(values, withCompletionBlock: { _, _ in })
     }
 
+    @discardableResult
     public func updateChildValues(
         _ values: [AnyHashable: Any],
         withCompletionBlock block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void
-    ) {
-        write(block) { repo, done throws(DatabaseError) in
-            repo.update(try self.members(values), at: self.path, completion: done)
+    ) -> WriteStatus {
+        write(block) { repo, status, done throws(DatabaseError) in
+            repo.update(try self.members(values), at: self.path, status: status, completion: done)
         }
     }
 
@@ -158,9 +168,13 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     }
 
     /// Removes the data here.
-    public func removeValue() { setValue(nil) }
+    @discardableResult
+    public func removeValue() -> WriteStatus { setValue(nil) }
 
-    public func removeValue(withCompletionBlock block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void) {
+    @discardableResult
+    public func removeValue(
+        withCompletionBlock block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void
+    ) -> WriteStatus {
         setValue(nil, withCompletionBlock: block)
     }
 
@@ -308,28 +322,33 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     /// Runs a write through the repo, reporting a problem found before sending to `block`.
     private func write(
         _ block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void,
-        _ body: (Repo, @escaping @Sendable (DatabaseError?) -> Void) throws(DatabaseError) -> Void
-    ) {
+        _ body: (Repo, WriteStatus, @escaping @Sendable (DatabaseError?) -> Void) throws(DatabaseError) -> Void
+    ) -> WriteStatus {
         let queue = database.callbackQueue
+        let status = WriteStatus(path: "/" + path.wireString)
         guard problem == nil, let repo = database.repo else {
             let error = usableError
             database.logger.error("\(error)")
+            status.finish(error)
             queue.async { block(error, self) }
-            return
+            return status
         }
         do {
-            try body(repo) { error in block(error, self) }
+            try body(repo, status) { error in block(error, self) }
         } catch {
             database.logger.error("\(error)")
+            status.finish(error)
             queue.async { block(error, self) }
         }
+        return status
     }
 
     private func disconnect(
         _ block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void,
         _ action: () throws(DatabaseError) -> ClientAction
     ) {
-        write(block) { repo, done throws(DatabaseError) in
+        // An onDisconnect operation is not a write of the client's: its status is not kept.
+        _ = write(block) { repo, _, done throws(DatabaseError) in
             let action = try action()
             switch action {
             case .onDisconnectPut(_, let data):

@@ -99,6 +99,9 @@ final class PersistenceManager: Sendable {
         queue.sync { state.withLock { $0.store = nil } }
     }
 
+    /// What the store holds, once everything queued so far is stored; `nil` without a store.
+    var size: ClientStoreSize? { read("reading the size") { $0.size } }
+
     /// Waits until everything queued so far is stored.
     func flush() { queue.sync {} }
 
@@ -247,8 +250,19 @@ final class PersistenceManager: Sendable {
     /// The writes kept from an earlier run, in id order.
     func restoredWrites() -> [PersistedWrite] { read("reading the writes") { try $0.writes() } ?? [] }
 
-    /// Stores a write; `durable` runs once it is on disk (or failed to be).
-    func saveWrite(_ write: PersistedWrite) { enqueue("saving a write") { try $0.saveWrite(write) } }
+    /// Stores a write; `saved` learns whether it is on disk.
+    func saveWrite(_ write: PersistedWrite, saved: @escaping @Sendable (Bool) -> Void) {
+        queue.async { [self] in
+            guard let store = state.withLock({ $0.store }) else { return saved(false) }
+            do {
+                try store.saveWrite(write)
+                saved(true)
+            } catch {
+                failed("saving a write", error)
+                saved(false)
+            }
+        }
+    }
 
     /// Forgets write `id`; when it was acknowledged, its data becomes server data where no complete
     /// listen keeps that location synced.

@@ -37,12 +37,16 @@ extension Repo {
 
     /// `setValue`: raises local events at once, then sends the write; `completion` learns the
     /// server's answer.
-    func set(_ json: JSONValue, at path: Path, completion: @escaping @Sendable (DatabaseError?) -> Void) {
+    func set(
+        _ json: JSONValue, at path: Path, status: WriteStatus,
+        completion: @escaping @Sendable (DatabaseError?) -> Void
+    ) {
         state.withLock { state in
             let node: Node
             do throws(DatabaseError) {
                 node = try self.node(json, at: path, in: state)
             } catch {
+                status.finish(error)
                 complete(completion, with: error, in: state)
                 return
             }
@@ -51,16 +55,19 @@ extension Repo {
             state.nextWriteID += 1
             let events = state.tree.applyUserOverwrite(node, at: path, writeID: id)
             state.writes[id] = PendingWrite(
-                action: .put(path: path.wireString, data: json, hash: nil), completion: completion, node: node)
-            persistence?.saveWrite(PersistedWrite(id: id, path: path, isMerge: false, json: json))
+                action: .put(path: path.wireString, data: json, hash: nil), completion: completion, node: node,
+                status: status)
+            save(PersistedWrite(id: id, path: path, isMerge: false, json: json), status: status)
             sendWrite(id, in: &state)
             dispatch(events, in: &state)
         }
     }
 
     /// `updateChildValues`: each member is a path relative to `path`.
-    func update(_ members: [String: JSONValue], at path: Path, completion: @escaping @Sendable (DatabaseError?) -> Void)
-    {
+    func update(
+        _ members: [String: JSONValue], at path: Path, status: WriteStatus,
+        completion: @escaping @Sendable (DatabaseError?) -> Void
+    ) {
         state.withLock { state in
             var children: [Path: Node] = [:]
             do throws(DatabaseError) {
@@ -79,10 +86,13 @@ extension Repo {
                     throw Self.databaseError(error, at: path)
                 }
             } catch {
+                status.finish(error)
                 complete(completion, with: error, in: state)
                 return
             }
             if children.isEmpty {
+                status.markDurable(false)
+                status.finish(nil)
                 complete(completion, with: nil, in: state)
                 return
             }
@@ -91,8 +101,8 @@ extension Repo {
             state.nextWriteID += 1
             let events = state.tree.applyUserMerge(children, at: path, writeID: id)
             state.writes[id] = PendingWrite(
-                action: .merge(path: path.wireString, data: .object(members)), completion: completion)
-            persistence?.saveWrite(PersistedWrite(id: id, path: path, isMerge: true, json: .object(members)))
+                action: .merge(path: path.wireString, data: .object(members)), completion: completion, status: status)
+            save(PersistedWrite(id: id, path: path, isMerge: true, json: .object(members)), status: status)
             sendWrite(id, in: &state)
             dispatch(events, in: &state)
         }
@@ -136,10 +146,21 @@ extension Repo {
                     persistence.removeWrite(id: write.id, acknowledged: nil)
                     continue
                 }
-                state.writes[write.id] = PendingWrite(action: action, completion: { _ in }, node: node)
+                let status = WriteStatus(path: "/" + write.path.wireString)
+                status.markDurable(true)
+                state.writes[write.id] = PendingWrite(action: action, completion: { _ in }, node: node, status: status)
                 state.nextWriteID = max(state.nextWriteID, write.id + 1)
             }
         }
+    }
+
+    /// Saves a new write on the device, when persistence is on; `status` learns whether it was.
+    private func save(_ write: PersistedWrite, status: WriteStatus) {
+        guard let persistence else {
+            status.markDurable(false)
+            return
+        }
+        persistence.saveWrite(write) { saved in status.markDurable(saved) }
     }
 
     /// Sends write `id` if connected; otherwise it waits for the next connection.
@@ -165,6 +186,7 @@ extension Repo {
             dispatch(events, in: &state)
             let error: DatabaseError? =
                 status == "ok" ? nil : .server(status: status, message: data.stringValue ?? status)
+            write.status.finish(error)
             complete(write.completion, with: error, in: state)
         }
     }
@@ -176,6 +198,7 @@ extension Repo {
             for id in state.writes.keys.sorted() {
                 guard let write = state.writes.removeValue(forKey: id) else { continue }
                 persistence?.removeWrite(id: id, acknowledged: nil)
+                write.status.finish(.writeCanceled)
                 dispatch(state.tree.ackUserWrite(writeID: id, revert: true), in: &state)
                 complete(write.completion, with: .writeCanceled, in: state)
             }

@@ -52,6 +52,7 @@ final class Repo: Sendable {
         var sent = false
         /// What the write put at its location, once resolved locally (`nil` for an update).
         var node: Node?
+        let status: WriteStatus
     }
 
     /// An onDisconnect request made while offline, sent once connected.

@@ -146,4 +146,51 @@ struct OfflineTests {
             }
         }
     }
+
+    /// Each write reports when it is saved on the device and when the server acknowledged it, also
+    /// after a restart (``Database/pendingWrites``).
+    @Test func aWriteIsDurableThenAcknowledgedAlsoAfterARestart() async throws {
+        try await withServer { server in
+            try await Self.withFolder { folder in
+                let offline = Self.persistentDatabase(server, folder: folder, network: NetworkSwitch(on: false))
+                let write: WriteStatus = offline.reference(withPath: "notes/a").setValue("written offline")
+                #expect(await write.isDurable)
+                #expect(!write.isFinished)
+                #expect((offline.persistenceSize?.pendingWriteBytes ?? 0) > 0)
+                let refused: WriteStatus = offline.reference(withPath: "notes/b").setValue(Date())
+                #expect(await !refused.isDurable)
+                await #expect(throws: DatabaseError.self) { try await refused.acknowledged }
+                offline.shutDown()
+
+                let network = NetworkSwitch(on: false)
+                let restarted = Self.persistentDatabase(server, folder: folder, network: network)
+                let pending = restarted.pendingWrites
+                #expect(pending.map(\.path) == ["/notes/a"])
+                #expect(await pending.first?.isDurable == true)
+                network.turnOn()
+                restarted.goOnline()
+                try await pending.first?.acknowledged
+                #expect(try await ServerProbe.value(server, "notes") == ["a": "written offline"])
+                #expect(restarted.pendingWrites.isEmpty)
+                #expect(restarted.persistenceSize?.pendingWriteBytes == 0)
+
+                let purged: WriteStatus = restarted.reference(withPath: "notes/c").setValue(3)
+                restarted.goOffline()
+                restarted.purgeOutstandingWrites()
+                await #expect(throws: DatabaseError.writeCanceled) { try await purged.acknowledged }
+                restarted.shutDown()
+            }
+        }
+    }
+
+    @Test func withoutPersistenceAWriteIsNeverDurableButIsAcknowledged() async throws {
+        try await withServer { server in
+            let database = makeDatabase(server)
+            let write: WriteStatus = database.reference(withPath: "memory").setValue(1)
+            #expect(await !write.isDurable)
+            try await write.acknowledged
+            #expect(write.isFinished)
+            #expect(database.persistenceSize == nil)
+        }
+    }
 }

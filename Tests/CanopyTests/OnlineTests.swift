@@ -312,7 +312,14 @@ struct RefusalTests {
             let values = Recorder<String>()
             client.reference(withPath: "big").observe(.value) { values.record("\($0.value as? Double ?? -1)") }
             #expect(await values.wait { $0.last == "1.0" }, "\(values.all)")
+            let connected = Recorder<Bool>()
+            client.reference(withPath: ".info/connected").observe(.value) {
+                connected.record($0.value as? Bool ?? false)
+            }
+            #expect(await connected.wait { $0.last == true })
             client.goOffline()
+            // Only once the connection is closed may the other write not reach the client.
+            #expect(await connected.wait { $0.last == false })
             try await other.reference(withPath: "big").setValue(1.5e308)
             // Offline, the client adds to the 1 it holds; the server will add to 1.5e308 and overflow.
             let completion = Recorder<String>()
