@@ -130,6 +130,12 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .executableTarget(
+            name: "canopy-write-probe",
+            dependencies: ["Canopy"],
+            path: "Tools/canopy-write-probe",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
             name: "canopy-server",
             dependencies: [
                 "CanopyServer",
@@ -198,7 +204,7 @@ let package = Package(
         .testTarget(
             name: "CanopyTests",
             dependencies: [
-                "Canopy", "CanopyTesting", "CanopyServer", "Transport", "Tree",
+                "Canopy", "CanopyTesting", "CanopyServer", "Transport", "Tree", "canopy-write-probe",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

@@ -1,0 +1,110 @@
+import CanopyServer
+import CanopyTesting
+import Foundation
+import Synchronization
+import Testing
+import Tree
+
+/// A running `canopy-write-probe` and the lines it printed.
+final class Probe: Sendable {
+    let process: Process
+    private let lines = Mutex<[String]>([])
+    private let partial = Mutex(Data())
+
+    init(url: String, folder: URL, first: Int, count: Int) throws {
+        guard let executable = Self.executable else {
+            throw ProbeError.notBuilt
+        }
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = [url, folder.path, "\(first)", "\(count)"]
+        let output = Pipe()
+        process.standardOutput = output
+        output.fileHandleForReading.readabilityHandler = { [self] handle in
+            let data = handle.availableData
+            if data.isEmpty {
+                handle.readabilityHandler = nil  // the end of the output
+                return
+            }
+            self.partial.withLock { buffer in
+                buffer.append(data)
+                while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                    buffer.removeSubrange(buffer.startIndex...newline)
+                    self.lines.withLock { $0.append(line) }
+                }
+            }
+        }
+        try process.run()
+    }
+
+    var printed: [String] { lines.withLock { $0 } }
+
+    func wait(timeout: Duration = .seconds(60), until condition: ([String]) -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if condition(printed) { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return condition(printed)
+    }
+
+    func kill() {
+        _ = Foundation.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// The probe built beside this test bundle.
+    static let executable: String? = {
+        var folders: [URL] = Bundle.allBundles.map { $0.bundleURL.deletingLastPathComponent() }
+        if let first = CommandLine.arguments.first {
+            folders.append(URL(fileURLWithPath: first).deletingLastPathComponent())
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        folders.append(root.appendingPathComponent(".build/debug"))
+        return folders.map { $0.appendingPathComponent("canopy-write-probe").path }
+            .first { FileManager.default.isExecutableFile(atPath: $0) }
+    }()
+}
+
+enum ProbeError: Error { case notBuilt }
+
+/// `canopy-write-probe` run as a separate process, the way an app dies: killed with SIGKILL in the
+/// middle of its write queue, then started again.
+@Suite(.timeLimit(.minutes(3)))
+struct KillTests {
+
+    @Test func aClientKilledInTheMiddleOfItsWriteQueueLosesNoDurableWriteAndAppliesNoneTwice() async throws {
+        try await withServer { server in
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "canopy-kill-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let url = "http://127.0.0.1:\(server.port)?ns=test"
+
+            let killed = try Probe(url: url, folder: folder, first: 0, count: 400)
+            #expect(
+                await killed.wait { $0.filter { $0.hasPrefix("durable") }.count >= 100 }, "\(killed.printed.suffix(5))")
+            killed.kill()
+            let durable = Set(
+                killed.printed.compactMap { line -> String? in
+                    line.hasPrefix("durable ") ? String(line.dropFirst("durable ".count)) : nil
+                })
+
+            let restarted = try Probe(url: url, folder: folder, first: 400, count: 0)
+            #expect(await restarted.wait { $0.contains { $0.hasPrefix("acknowledged") } }, "\(restarted.printed)")
+            restarted.process.waitUntilExit()
+            #expect(restarted.process.terminationStatus == 0)
+
+            let log = try await ServerProbe.value(server, "log")
+            // Keys 0, 1, … may come back as a JSON array: read them as children.
+            let landed = Set(try Node(json: log ?? .null).children.map { $0.key.string })
+            let counter = try await ServerProbe.value(server, "counter")
+            #expect(durable.isSubset(of: landed), "durable writes lost: \(durable.subtracting(landed).sorted())")
+            #expect(
+                counter == .number(Double(landed.count)),
+                "a write applied twice: \(String(describing: counter)) for \(landed.count)")
+            #expect(landed.count >= 100 && landed.count <= 400)
+        }
+    }
+}
