@@ -30,7 +30,9 @@ final class PersistenceManager: Sendable {
         self.logger = logger
         var state = State(store: store)
         do {
-            for query in try store.trackedQueries() {
+            for var query in try store.trackedQueries() {
+                // Nothing listens yet in this run (the store learns at the query's next change).
+                query.isActive = false
                 state.tracked[Self.key(path: query.path, identifier: query.queryIdentifier)] = query
                 state.nextTrackedID = max(state.nextTrackedID, query.id + 1)
             }
@@ -178,8 +180,20 @@ final class PersistenceManager: Sendable {
     /// The listen for `query` stopped.
     func setInactive(_ query: QuerySpec) { update(query, create: false) { $0.isActive = false } }
 
-    /// The server confirmed the data of `query`.
-    func setComplete(_ query: QuerySpec) { update(query, create: false) { $0.isComplete = true } }
+    /// The server confirmed the data of `query`; `window` is what a filtered query's view holds
+    /// then (its children become the query's keys: an unchanged window is not sent again).
+    func setComplete(_ query: QuerySpec, window: Node?) {
+        update(query, create: false) { $0.isComplete = true }
+        guard !query.params.loadsAllData, let window,
+            let id = state.withLock({ $0.tracked[Self.key(query)]?.id })
+        else { return }
+        let keys = Set(window.children.map { $0.key.string })
+        let children = Dictionary(uniqueKeysWithValues: window.children.map { (Path($0.key.string), $0.value) })
+        enqueue("caching a query's data") { store in
+            try store.mergeServerCache(children, at: query.path)
+            try store.setTrackedKeys(keys, queryID: id)
+        }
+    }
 
     private func update(_ query: QuerySpec, create: Bool, _ change: (inout TrackedQuery) -> Void) {
         let tracked = Self.trackedQuery(query)

@@ -317,7 +317,7 @@ final class Repo: Sendable {
                         metadata: ["path": "\(query.path)"])
                 }
                 guard state.listens[key] != nil else { return }
-                if status == "ok" { persistence?.setComplete(query) }
+                if status == "ok" { persistence?.setComplete(query, window: state.tree.serverCache(for: query)) }
                 if status != "ok" {
                     state.listens[key] = nil
                     state.listenOrder.removeAll { $0 == key }

@@ -127,7 +127,12 @@ public struct SyncTree: Sendable {
 
     /// The hash of the server data cached for `query` (sent with listens so unchanged data is not resent).
     public func serverCacheHash(for query: QuerySpec) -> String {
-        syncPoints[at: query.path]?.entry(for: query)?.view.serverCacheNode.hash ?? ""
+        serverCache(for: query)?.hash ?? ""
+    }
+
+    /// The server data the view of `query` holds (for a filtered query, its window), if it has one.
+    public func serverCache(for query: QuerySpec) -> Node? {
+        syncPoints[at: query.path]?.entry(for: query)?.view.serverCacheNode
     }
 
     private mutating func applyTagged(_ operation: Operation, at queryPath: Path) -> [Event] {

@@ -9,6 +9,44 @@ import Testing
 /// `CANOPY_DATABASE_URL`), as the guide says they behave.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct GuideSampleTests {
+    /// Samples 1 to 3: persistence on, keepSynced on and off, two offline-capable queries. What the
+    /// queries synced is kept on the device: a restarted client without a network gets the top
+    /// scores from it.
+    @Test func thePersistenceSamplesKeepWhatTheQueriesSyncedOnTheDevice() async throws {
+        try await withServer { server in
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "canopy-guide-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let url = "http://127.0.0.1:\(server.port)?ns=guide1"
+            setenv("CANOPY_DATABASE_URL", url, 1)
+            defer { unsetenv("CANOPY_DATABASE_URL") }
+            try await makeDatabase(server, namespace: "guide1").reference(withPath: "scores").setValue(
+                [
+                    "bruhathkayosaurus": 55, "lambeosaurus": 21, "linhenykus": 80, "pterodactyl": 93, "stegosaurus": 5,
+                    "triceratops": 22,
+                ])
+            Database.database().persistenceDirectory = folder
+            sample1Persistence()
+            sample2KeepSynced()
+            sample3OfflineQueries()
+            #expect(Database.database().isPersistenceEnabled)
+            let kept = await Recorder<Void>().wait { _ in (Database.database().persistenceSize?.cachedBytes ?? 0) > 0 }
+            #expect(kept, "the queries' data is on the device")
+            try await Task.sleep(for: .milliseconds(300))
+            Database.database().shutDown()
+
+            let restarted = Database(url: url, connector: NetworkSwitch(on: false).connector)
+            restarted.persistenceDirectory = folder
+            restarted.isPersistenceEnabled = true
+            let top = Recorder<String>()
+            restarted.reference(withPath: "scores").queryOrderedByValue().queryLimited(toLast: 4).observe(.childAdded) {
+                top.record($0.key)
+            }
+            #expect(await top.wait { Set($0) == ["bruhathkayosaurus", "linhenykus", "pterodactyl", "triceratops"] })
+            restarted.shutDown()
+        }
+    }
+
     @Test func thePresenceSampleKeepsExactlyTheLiveDevicesAndTheServerSetsLastOnline() async throws {
         try await withServer { server in
             setenv("CANOPY_DATABASE_URL", "http://127.0.0.1:\(server.port)?ns=guide", 1)

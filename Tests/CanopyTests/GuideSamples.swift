@@ -2,9 +2,29 @@
 import Canopy
 import Foundation
 
-// Samples 4 to 8 of the offline guide ("Offline capabilities on Apple platforms", Firebase, code
+// Samples 1 to 8 of the offline guide ("Offline capabilities on Apple platforms", Firebase, code
 // samples Apache-2.0), unchanged: each must compile against `import Canopy`. `GuideSampleTests`
 // runs them against a real server.
+
+func sample1Persistence() {
+    Database.database().isPersistenceEnabled = true
+}
+
+func sample2KeepSynced() {
+    let scoresRef = Database.database().reference(withPath: "scores")
+    scoresRef.keepSynced(true)
+    scoresRef.keepSynced(false)
+}
+
+func sample3OfflineQueries() {
+    let scoresRef = Database.database().reference(withPath: "scores")
+    scoresRef.queryOrderedByValue().queryLimited(toLast: 4).observe(.childAdded) { snapshot in
+      print("The \(snapshot.key) dinosaur's score is \(snapshot.value ?? "null")")
+    }
+    scoresRef.queryOrderedByValue().queryLimited(toLast: 2).observe(.childAdded) { snapshot in
+      print("The \(snapshot.key) dinosaur's score is \(snapshot.value ?? "null")")
+    }
+}
 
 func sample4OnDisconnect() {
     let presenceRef = Database.database().reference(withPath: "disconnectmessage");
