@@ -193,4 +193,32 @@ struct OfflineTests {
             #expect(database.persistenceSize == nil)
         }
     }
+
+    /// `keepSynced(true)` downloads a location and keeps it synced with no listener attached: the
+    /// data, and a later change to it, are on the device for an offline restart.
+    @Test func keepSyncedKeepsALocationOnTheDeviceWithoutAListener() async throws {
+        try await withServer { server in
+            try await Self.withFolder { folder in
+                let writer = makeDatabase(server)
+                try await writer.reference(withPath: "kept").setValue(["a": 1])
+                let first = Self.persistentDatabase(server, folder: folder, network: NetworkSwitch(on: true))
+                first.reference(withPath: "kept").keepSynced(true)
+                #expect(
+                    await Recorder<Void>().wait { _ in (first.persistenceSize?.cachedBytes ?? 0) > 0 },
+                    "downloaded with no listener")
+                try await writer.reference(withPath: "kept/b").setValue(2)
+                try await Task.sleep(for: .milliseconds(500))
+                first.shutDown()
+
+                let offline = Self.persistentDatabase(server, folder: folder, network: NetworkSwitch(on: false))
+                let seen = Recorder<String>()
+                offline.reference(withPath: "kept").observe(.value) {
+                    let value = $0.value as? [String: Int] ?? [:]
+                    seen.record("a=\(value["a"] ?? 0) b=\(value["b"] ?? 0)")
+                }
+                #expect(await seen.wait { $0.last == "a=1 b=2" }, "\(seen.all)")
+                offline.shutDown()
+            }
+        }
+    }
 }
