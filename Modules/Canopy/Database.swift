@@ -34,6 +34,7 @@ public final class Database: Sendable {
         var persistenceDirectory = PersistenceManager.defaultDirectory
         var repo: Repo?
         var emulator: (host: String, port: Int)?
+        var serverUpdatesBetweenCacheChecks = 1_000
     }
 
     private static let instances = Mutex<[String: Database]>([:])
@@ -94,24 +95,16 @@ public final class Database: Sendable {
     }
 
     /// Whether synced data, pending writes and tracked queries are kept on disk. Must be set before
-    /// the first reference is made; later changes are ignored and logged.
+    /// the first reference is made; a later change is ignored and logged (``configurePersistence(enabled:cacheSizeBytes:directory:)``
+    /// throws instead).
     public var isPersistenceEnabled: Bool {
         get { settings.withLock { $0.persistenceEnabled } }
-        set {
-            settings.withLock { settings in
-                guard settings.repo == nil else {
-                    logger.error("\(DatabaseError.tooLate("isPersistenceEnabled"))")
-                    return
-                }
-                settings.persistenceEnabled = newValue
-            }
-        }
+        set { logErrors { () throws(DatabaseError) in try configurePersistence(enabled: newValue) } }
     }
 
-    /// The size the on-disk cache is kept to, in bytes (1 MB to 100 MB; default 10 MB).
     /// The folder persistence keeps its files in: by default `canopy` in the application-support
     /// folder on Apple platforms, in `$XDG_DATA_HOME` (or `~/.local/share`) elsewhere. Set it before
-    /// the first reference is made; later changes are ignored and logged.
+    /// the first reference is made; a later change is ignored and logged.
     ///
     /// ```swift
     /// let database = Database.database()
@@ -120,28 +113,58 @@ public final class Database: Sendable {
     /// ```
     public var persistenceDirectory: URL {
         get { settings.withLock { $0.persistenceDirectory } }
-        set {
-            settings.withLock { settings in
-                guard settings.repo == nil else {
-                    logger.error("\(DatabaseError.tooLate("persistenceDirectory"))")
-                    return
-                }
-                settings.persistenceDirectory = newValue
+        set { logErrors { () throws(DatabaseError) in try configurePersistence(directory: newValue) } }
+    }
+
+    /// The size the on-disk cache and pending writes are kept under, in bytes: 1 MB to 100 MB,
+    /// 10 MB by default. Over it, the least recently used queries no listener or `keepSynced`
+    /// holds are evicted with their data; pending writes never are. Set it before the first
+    /// reference is made; a value out of range or a late change is ignored and logged.
+    public var persistenceCacheSizeBytes: UInt {
+        get { settings.withLock { $0.cacheSizeBytes } }
+        set { logErrors { () throws(DatabaseError) in try configurePersistence(cacheSizeBytes: newValue) } }
+    }
+
+    /// Sets the persistence settings given, or throws without changing any: ``DatabaseError/tooLate(_:)``
+    /// once the database was used, ``DatabaseError/invalidSetting(_:reason:)`` for a cache size
+    /// outside 1 MB to 100 MB.
+    ///
+    /// ```swift
+    /// try database.configurePersistence(enabled: true, cacheSizeBytes: 50 * 1024 * 1024)
+    /// ```
+    public func configurePersistence(
+        enabled: Bool? = nil, cacheSizeBytes: UInt? = nil, directory: URL? = nil
+    ) throws(DatabaseError) {
+        try settings.withLock { settings throws(DatabaseError) in
+            guard settings.repo == nil else {
+                throw .tooLate(
+                    enabled != nil
+                        ? "isPersistenceEnabled"
+                        : cacheSizeBytes != nil ? "persistenceCacheSizeBytes" : "persistenceDirectory")
             }
+            if let cacheSizeBytes {
+                guard Self.cacheSizeRange.contains(cacheSizeBytes) else {
+                    throw .invalidSetting(
+                        "persistenceCacheSizeBytes",
+                        reason: "\(cacheSizeBytes) is outside 1 MB to 100 MB (1048576 to 104857600)")
+                }
+                settings.cacheSizeBytes = cacheSizeBytes
+            }
+            if let enabled { settings.persistenceEnabled = enabled }
+            if let directory { settings.persistenceDirectory = directory }
         }
     }
 
-    public var persistenceCacheSizeBytes: UInt {
-        get { settings.withLock { $0.cacheSizeBytes } }
-        set {
-            settings.withLock { settings in
-                guard (1024 * 1024...100 * 1024 * 1024).contains(newValue) else {
-                    logger.error("persistenceCacheSizeBytes must be between 1 MB and 100 MB, not \(newValue)")
-                    return
-                }
-                settings.cacheSizeBytes = newValue
-            }
-        }
+    static let cacheSizeRange: ClosedRange<UInt> = 1024 * 1024...100 * 1024 * 1024
+
+    /// How many server updates go by between two cache size checks (1,000; tests check sooner).
+    var serverUpdatesBetweenCacheChecks: Int {
+        get { settings.withLock { $0.serverUpdatesBetweenCacheChecks } }
+        set { settings.withLock { $0.serverUpdatesBetweenCacheChecks = newValue } }
+    }
+
+    private func logErrors(_ body: () throws(DatabaseError) -> Void) {
+        do { try body() } catch { logger.error("\(error)") }
     }
 
     /// Connects to `host:port` instead of the URL's host (the namespace stays the URL's). Call it
@@ -170,7 +193,11 @@ public final class Database: Sendable {
             if settings.persistenceEnabled {
                 let file = settings.persistenceDirectory.appendingPathComponent(Self.storeFileName(endpoint)).path
                 do {
-                    persistence = PersistenceManager(store: try SQLiteClientStore(path: file), logger: logger)
+                    let policy = LRUCachePolicy(
+                        maxBytes: Int(settings.cacheSizeBytes),
+                        serverUpdatesBetweenChecks: settings.serverUpdatesBetweenCacheChecks)
+                    persistence = PersistenceManager(
+                        store: try SQLiteClientStore(path: file), cachePolicy: policy, logger: logger)
                 } catch {
                     logger.error("persistence is off, data is kept in memory only: \(error)")
                 }

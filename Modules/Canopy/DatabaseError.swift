@@ -33,11 +33,13 @@ public enum DatabaseError: Error, Sendable, Equatable, CustomStringConvertible, 
     case writeCanceled
     /// A setting changed after the database was first used (such as `isPersistenceEnabled`).
     case tooLate(String)
+    /// A setting given a value it cannot take (such as a cache size outside 1 MB to 100 MB).
+    case invalidSetting(String, reason: String)
 
     /// The Firebase error code this error corresponds to.
     public var code: String {
         switch self {
-        case .invalidPath, .invalidValue, .invalidQuery: "invalid_argument"
+        case .invalidPath, .invalidValue, .invalidQuery, .invalidSetting: "invalid_argument"
         case .server(let status, _): status
         case .offline: "unavailable"
         case .transactionAborted: "aborted"
@@ -60,6 +62,7 @@ public enum DatabaseError: Error, Sendable, Equatable, CustomStringConvertible, 
         case .transactionOverriddenBySet: "the transaction was overridden by a later set at its location"
         case .writeCanceled: "the write was canceled by purgeOutstandingWrites()"
         case .tooLate(let setting): "\(setting) must be set before the database is first used"
+        case .invalidSetting(let setting, let reason): "invalid \(setting): \(reason)"
         }
     }
 

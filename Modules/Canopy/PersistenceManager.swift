@@ -20,14 +20,17 @@ final class PersistenceManager: Sendable {
         /// Tracked queries by ``key(_:)``.
         var tracked: [String: TrackedQuery] = [:]
         var nextTrackedID = 0
+        var serverUpdatesSinceCheck = 0
     }
 
     private let state: Mutex<State>
     private let queue = DispatchQueue(label: "canopy.persistence")
     private let logger: Logger
+    let cachePolicy: LRUCachePolicy
 
-    init(store: any ClientStore, logger: Logger) {
+    init(store: any ClientStore, cachePolicy: LRUCachePolicy, logger: Logger) {
         self.logger = logger
+        self.cachePolicy = cachePolicy
         var state = State(store: store)
         do {
             for var query in try store.trackedQueries() {
@@ -149,11 +152,13 @@ final class PersistenceManager: Sendable {
     /// An untagged push: the server's data at `path` is `node`.
     func serverOverwrite(_ node: Node, at path: Path) {
         enqueue("caching data") { try $0.overwriteServerCache(node, at: path) }
+        serverUpdated()
     }
 
     /// An untagged merge push.
     func serverMerge(_ children: [Path: Node], at path: Path) {
         enqueue("caching data") { try $0.mergeServerCache(children, at: path) }
+        serverUpdated()
     }
 
     /// A push for the filtered `query`: merged into the cache (the query holds only some children),
@@ -169,6 +174,51 @@ final class PersistenceManager: Sendable {
                 if full.count == 1, node.isEmpty { keys.remove(key.string) } else { keys.insert(key.string) }
             }
             try store.setTrackedKeys(keys, queryID: id)
+        }
+        serverUpdated()
+    }
+
+    // MARK: Eviction
+
+    /// Counts a server update; every ``LRUCachePolicy/serverUpdatesBetweenChecks`` of them, the
+    /// cache is checked against its size.
+    private func serverUpdated() {
+        let due = state.withLock { state in
+            state.serverUpdatesSinceCheck += 1
+            guard state.serverUpdatesSinceCheck >= cachePolicy.serverUpdatesBetweenChecks else { return false }
+            state.serverUpdatesSinceCheck = 0
+            return true
+        }
+        if due { enqueue("evicting old queries") { [self] store in try evictIfOver(store) } }
+    }
+
+    /// Evicts least recently used inactive queries until the store is under its size or nothing
+    /// is left to evict. Runs on the queue.
+    private func evictIfOver(_ store: any ClientStore) throws {
+        while true {
+            let plan = state.withLock { state -> EvictionPlan? in
+                guard cachePolicy.isOver(store.size, trackedQueries: state.tracked.count) else { return nil }
+                let plan = cachePolicy.plan(evictingFrom: state.tracked.values)
+                for query in plan.evicted {
+                    state.tracked[Self.key(path: query.path, identifier: query.queryIdentifier)] = nil
+                }
+                return plan
+            }
+            guard let plan, !plan.isEmpty else { return }
+            let before = store.size
+            try store.evict(plan)
+            logger.debug(
+                "evicted \(plan.evicted.count) queries from the cache",
+                metadata: ["before": "\(before)", "after": "\(store.size)"])
+        }
+    }
+
+    /// Checks the cache against its size now (as after every
+    /// ``LRUCachePolicy/serverUpdatesBetweenChecks`` server updates) and waits until it is done.
+    func evictNow() {
+        queue.sync { [self] in
+            guard let store = state.withLock({ $0.store }) else { return }
+            do { try evictIfOver(store) } catch { failed("evicting old queries", error) }
         }
     }
 
@@ -278,24 +328,42 @@ final class PersistenceManager: Sendable {
         }
     }
 
-    /// Forgets write `id`; when it was acknowledged, its data becomes server data where no complete
-    /// listen keeps that location synced.
-    func removeWrite(id: Int, acknowledged write: (path: Path, node: Node)?) {
+    /// Forgets write `id`. When it was acknowledged, what it wrote (`acknowledged`, by location)
+    /// becomes server data where tracked queries keep it, unless a complete listen keeps that
+    /// location synced (the server sends it then); data no query keeps is not cached.
+    func removeWrite(id: Int, acknowledged: [Path: Node]) {
         enqueue("removing a write") { try $0.removeWrite(id: id) }
-        guard let write else { return }
-        let covered = state.withLock { state in
-            var path: Path? = write.path
-            while let current = path {
-                if let query = state.tracked[Self.key(path: current, identifier: QueryParams.default.queryIdentifier)],
-                    query.isActive, query.isComplete
-                {
-                    return true
+        guard !acknowledged.isEmpty else { return }
+        let updates = state.withLock { state -> [Path: Node] in
+            var updates: [Path: Node] = [:]
+            for (path, node) in acknowledged {
+                let above = Self.trackedQueries(atOrAbove: path, in: state.tracked)
+                if above.contains(where: { $0.isActive && $0.isComplete && $0.queryIdentifier == Self.defaultID }) {
+                    continue
                 }
-                path = current.parent
+                if !above.isEmpty {
+                    updates[path] = node
+                    continue
+                }
+                for query in state.tracked.values where path.contains(query.path) {
+                    updates[query.path] = node.child(at: Path.relative(from: path, to: query.path))
+                }
             }
-            return false
+            return updates
         }
-        if !covered { serverOverwrite(write.node, at: write.path) }
+        for (path, node) in updates { serverOverwrite(node, at: path) }
+    }
+
+    private static let defaultID = QueryParams.default.queryIdentifier
+
+    private static func trackedQueries(atOrAbove path: Path, in tracked: [String: TrackedQuery]) -> [TrackedQuery] {
+        var found: [TrackedQuery] = []
+        var current: Path? = path
+        while let location = current {
+            found += tracked.values.filter { $0.path == location }
+            current = location.parent
+        }
+        return found
     }
 
     func removeAllWrites() { enqueue("removing the writes") { try $0.removeAllWrites() } }

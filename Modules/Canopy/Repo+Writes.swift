@@ -55,8 +55,8 @@ extension Repo {
             state.nextWriteID += 1
             let events = state.tree.applyUserOverwrite(node, at: path, writeID: id)
             state.writes[id] = PendingWrite(
-                action: .put(path: path.wireString, data: json, hash: nil), completion: completion, node: node,
-                status: status)
+                action: .put(path: path.wireString, data: json, hash: nil), completion: completion,
+                written: [path: node], status: status)
             save(PersistedWrite(id: id, path: path, isMerge: false, json: json), status: status)
             sendWrite(id, in: &state)
             dispatch(events, in: &state)
@@ -101,7 +101,9 @@ extension Repo {
             state.nextWriteID += 1
             let events = state.tree.applyUserMerge(children, at: path, writeID: id)
             state.writes[id] = PendingWrite(
-                action: .merge(path: path.wireString, data: .object(members)), completion: completion, status: status)
+                action: .merge(path: path.wireString, data: .object(members)), completion: completion,
+                written: Dictionary(uniqueKeysWithValues: children.map { (path.child($0.key), $0.value) }),
+                status: status)
             save(PersistedWrite(id: id, path: path, isMerge: true, json: .object(members)), status: status)
             sendWrite(id, in: &state)
             dispatch(events, in: &state)
@@ -122,7 +124,7 @@ extension Repo {
             }
             for write in writes {
                 let action: ClientAction
-                var node: Node?
+                var written: [Path: Node] = [:]
                 do throws(DatabaseError) {
                     if write.isMerge, case .object(let members) = write.json {
                         var children: [Path: Node] = [:]
@@ -131,6 +133,7 @@ extension Repo {
                             let absolute = write.path.child(relative)
                             children[relative] = try self.node(
                                 value, at: absolute, in: state, existing: existing(at: absolute))
+                            written[absolute] = children[relative]
                         }
                         _ = state.tree.applyUserMerge(children, at: write.path, writeID: write.id)
                         action = .merge(path: write.path.wireString, data: write.json)
@@ -138,17 +141,18 @@ extension Repo {
                         let resolved = try self.node(
                             write.json, at: write.path, in: state, existing: existing(at: write.path))
                         _ = state.tree.applyUserOverwrite(resolved, at: write.path, writeID: write.id)
-                        node = resolved
+                        written[write.path] = resolved
                         action = .put(path: write.path.wireString, data: write.json, hash: nil)
                     }
                 } catch {
                     logger.error("dropping a stored write that is no longer valid: \(error)")
-                    persistence.removeWrite(id: write.id, acknowledged: nil)
+                    persistence.removeWrite(id: write.id, acknowledged: [:])
                     continue
                 }
                 let status = WriteStatus(path: "/" + write.path.wireString)
                 status.markDurable(true)
-                state.writes[write.id] = PendingWrite(action: action, completion: { _ in }, node: node, status: status)
+                state.writes[write.id] = PendingWrite(
+                    action: action, completion: { _ in }, written: written, status: status)
                 state.nextWriteID = max(state.nextWriteID, write.id + 1)
             }
         }
@@ -177,11 +181,7 @@ extension Repo {
         if status == "disconnected" { return }
         state.withLock { state in
             guard let write = state.writes.removeValue(forKey: id) else { return }
-            var acknowledged: (path: Path, node: Node)?
-            if status == "ok", case .put(let path, _, _) = write.action, let node = write.node {
-                acknowledged = (Path(path), node)
-            }
-            persistence?.removeWrite(id: id, acknowledged: acknowledged)
+            persistence?.removeWrite(id: id, acknowledged: status == "ok" ? write.written : [:])
             let events = state.tree.ackUserWrite(writeID: id, revert: status != "ok")
             dispatch(events, in: &state)
             let error: DatabaseError? =
@@ -197,7 +197,7 @@ extension Repo {
         state.withLock { state in
             for id in state.writes.keys.sorted() {
                 guard let write = state.writes.removeValue(forKey: id) else { continue }
-                persistence?.removeWrite(id: id, acknowledged: nil)
+                persistence?.removeWrite(id: id, acknowledged: [:])
                 write.status.finish(.writeCanceled)
                 dispatch(state.tree.ackUserWrite(writeID: id, revert: true), in: &state)
                 complete(write.completion, with: .writeCanceled, in: state)

@@ -50,8 +50,8 @@ final class Repo: Sendable {
         let action: ClientAction
         let completion: @Sendable (DatabaseError?) -> Void
         var sent = false
-        /// What the write put at its location, once resolved locally (`nil` for an update).
-        var node: Node?
+        /// What the write put at each location it wrote (absolute paths), resolved locally.
+        var written: [Path: Node] = [:]
         let status: WriteStatus
     }
 

@@ -1,0 +1,88 @@
+public import Tree
+
+/// When a client cache is over its size, and which tracked queries to evict then: the least
+/// recently used inactive ones, a fifth of them at a time (at least one), and any beyond the
+/// first ``maxInactiveQueries`` by use. Active queries (a listener or `keepSynced` holds them) are
+/// never evicted, nor is data another remaining query holds.
+///
+/// ```swift
+/// let policy = LRUCachePolicy(maxBytes: 10 * 1024 * 1024)
+/// while policy.isOver(store.size, trackedQueries: queries.count) {
+///     let plan = policy.plan(evictingFrom: queries)
+///     if plan.isEmpty { break }
+///     try store.evict(plan)
+///     queries.removeAll { plan.evicted.contains($0) }
+/// }
+/// ```
+public struct LRUCachePolicy: Sendable, Equatable {
+    /// The bytes the cache and the pending writes are kept under (pending writes are never evicted).
+    public var maxBytes: Int
+    /// The share of inactive queries one round evicts.
+    public var fractionEvictedPerRound: Double
+    /// More tracked queries than this are evicted down to it, whatever their size.
+    public var maxInactiveQueries: Int
+    /// How many server updates go by between two size checks.
+    public var serverUpdatesBetweenChecks: Int
+
+    public init(
+        maxBytes: Int, fractionEvictedPerRound: Double = 0.2, maxInactiveQueries: Int = 1_000,
+        serverUpdatesBetweenChecks: Int = 1_000
+    ) {
+        self.maxBytes = maxBytes
+        self.fractionEvictedPerRound = fractionEvictedPerRound
+        self.maxInactiveQueries = maxInactiveQueries
+        self.serverUpdatesBetweenChecks = serverUpdatesBetweenChecks
+    }
+
+    /// Whether a store of `size` tracking `trackedQueries` queries should evict some.
+    public func isOver(_ size: ClientStoreSize, trackedQueries: Int) -> Bool {
+        size.total > maxBytes || trackedQueries > maxInactiveQueries
+    }
+
+    /// One round of eviction from `queries` (every tracked query, active or not).
+    public func plan(evictingFrom queries: some Collection<TrackedQuery>) -> EvictionPlan {
+        let inactive = queries.filter { !$0.isActive }.sorted { ($0.lastUse, $0.id) < ($1.lastUse, $1.id) }
+        let share = Int((Double(inactive.count) * fractionEvictedPerRound).rounded(.down))
+        let count = min(inactive.count, max(1, share, inactive.count - maxInactiveQueries))
+        let evicted = Array(inactive.prefix(count))
+        let evictedIDs = Set(evicted.map(\.id))
+        let kept = queries.filter { !evictedIDs.contains($0.id) }.map(\.path)
+        return EvictionPlan(evicted: evicted, kept: kept)
+    }
+}
+
+/// Tracked queries to forget with their data, except what the kept locations hold.
+public struct EvictionPlan: Sendable, Equatable {
+    /// The queries to forget, least recently used first.
+    public var evicted: [TrackedQuery]
+    /// The locations of the queries that stay: their data stays too.
+    public var kept: [Path]
+
+    public init(evicted: [TrackedQuery], kept: [Path]) {
+        self.evicted = evicted
+        self.kept = kept
+    }
+
+    public var isEmpty: Bool { evicted.isEmpty }
+
+    /// The locations whose data goes, each with the kept locations below it: an evicted query's
+    /// location unless a kept one or another evicted one is at or above it.
+    public var prunes: [(path: Path, keeping: [Path])] {
+        let paths = Set(evicted.map(\.path)).sorted { $0.count < $1.count }
+        var chosen: [Path] = []
+        for path in paths
+        where !chosen.contains(where: { $0.contains(path) }) && !kept.contains(where: { $0.contains(path) }) {
+            chosen.append(path)
+        }
+        return chosen.map { path in (path, kept.filter { path.contains($0) }) }
+    }
+}
+
+extension ClientStore {
+    /// Forgets the plan's queries, and their data except what kept queries hold. Costs what it
+    /// removes (and the kept data below a removed location), not the size of the cache.
+    public func evict(_ plan: EvictionPlan) throws(StoreError) {
+        for query in plan.evicted { try deleteTrackedQuery(id: query.id) }
+        for (path, keeping) in plan.prunes { try pruneServerCache(at: path, keeping: keeping) }
+    }
+}
