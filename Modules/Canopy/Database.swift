@@ -25,6 +25,7 @@ public final class Database: Sendable {
     let endpoint: Result<RealtimeEndpoint, DatabaseError>
     private let settings: Mutex<Settings>
     private let connector: Connector
+    private let transactionBlocks = TransactionRegistry()
     let logger: Logger
 
     private struct Settings {
@@ -204,8 +205,13 @@ public final class Database: Sendable {
             }
             let repo = Repo(
                 endpoint: endpoint, callbackQueue: settings.callbackQueue, connector: connector, logger: logger,
-                persistence: persistence)
+                persistence: persistence, transactionBlocks: transactionBlocks)
             settings.repo = repo
+            if let persistence {
+                repo.restoreTransactions(persistence.restoredTransactions()) {
+                    DatabaseReference(database: self, path: $0, problem: nil)
+                }
+            }
             repo.start()
             return repo
         }
@@ -253,6 +259,30 @@ public final class Database: Sendable {
     }
 
     func reference(at path: Path) -> DatabaseReference { DatabaseReference(database: self, path: path, problem: nil) }
+
+    // MARK: Transactions
+
+    /// Registers `block` as the update block of the transactions named `name`, for
+    /// ``DatabaseReference/runTransaction(named:argument:andCompletionBlock:withLocalEvents:)``. With
+    /// persistence on, such a transaction is kept on the device until it finishes: if the app stops
+    /// first, it runs again in the next run once the block is registered again (register your
+    /// blocks when the app starts). A put that was sent before the app stopped is resent as it
+    /// was, so the server applies it at most once. `block` gets the transaction's argument
+    /// (`nil` for none) as a snapshot value would be.
+    ///
+    /// ```swift
+    /// database.registerTransaction(named: "add") { data, amount in
+    ///     data.value = ((data.value as? Int) ?? 0) + ((amount as? Int) ?? 1)
+    ///     return .success(withValue: data)
+    /// }
+    /// database.reference(withPath: "likes").runTransaction(named: "add", argument: 5)
+    /// ```
+    public func registerTransaction(
+        named name: String, _ block: @escaping @Sendable (MutableData, Any?) -> TransactionResult
+    ) {
+        transactionBlocks.register(name) { data, argument in block(data, AppValue.value(argument)) }
+        if let repo = settings.withLock({ $0.repo }) { repo.transactionRegistered(name) }
+    }
 
     // MARK: Connection
 

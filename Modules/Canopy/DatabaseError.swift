@@ -33,6 +33,9 @@ public enum DatabaseError: Error, Sendable, Equatable, CustomStringConvertible, 
     case writeCanceled
     /// A setting changed after the database was first used (such as `isPersistenceEnabled`).
     case tooLate(String)
+    /// ``DatabaseReference/runTransaction(named:argument:andCompletionBlock:withLocalEvents:)`` named no
+    /// block registered with ``Database/registerTransaction(named:_:)``.
+    case transactionNotRegistered(String)
     /// A setting given a value it cannot take (such as a cache size outside 1 MB to 100 MB).
     case invalidSetting(String, reason: String)
 
@@ -43,6 +46,7 @@ public enum DatabaseError: Error, Sendable, Equatable, CustomStringConvertible, 
         case .server(let status, _): status
         case .offline: "unavailable"
         case .transactionAborted: "aborted"
+        case .transactionNotRegistered: "invalid_argument"
         case .transactionMaxRetries: "maxretry"
         case .transactionOverriddenBySet: "overriddenbyset"
         case .writeCanceled: "write_canceled"
@@ -58,6 +62,8 @@ public enum DatabaseError: Error, Sendable, Equatable, CustomStringConvertible, 
         case .server(let status, let message): "the server refused the request (\(status)): \(message)"
         case .offline(let path): "no connection to the server and no cached data at \"\(path)\""
         case .transactionAborted: "the transaction was aborted by its update block"
+        case .transactionNotRegistered(let name):
+            "no transaction block is registered as \"\(name)\" (register it with registerTransaction(named:_:))"
         case .transactionMaxRetries: "the transaction had too many retries (the data kept changing)"
         case .transactionOverriddenBySet: "the transaction was overridden by a later set at its location"
         case .writeCanceled: "the write was canceled by purgeOutstandingWrites()"

@@ -270,6 +270,31 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         repo.runTransaction(at: self, update: block, completion: completion, applyLocally: localEvents)
     }
 
+    /// Runs the transaction whose update block is registered as `name` (see
+    /// ``Database/registerTransaction(named:_:)``), giving it `argument` (a value `setValue` takes).
+    /// With persistence on it is kept on the device until it finishes, and runs again after a
+    /// restart if the app stopped first (the completion is then not called: the app that asked is
+    /// gone).
+    public func runTransaction(
+        named name: String, argument: Any? = nil,
+        andCompletionBlock completion: @escaping @Sendable ((any Error)?, Bool, DataSnapshot?) -> Void = { _, _, _ in },
+        withLocalEvents localEvents: Bool = true
+    ) {
+        let json: JSONValue
+        do {
+            json = try AppValue.json(argument, at: location)
+        } catch {
+            database.callbackQueue.async { completion(error, false, nil) }
+            return
+        }
+        guard let repo = database.repo, problem == nil else {
+            let error = usableError
+            database.callbackQueue.async { completion(error, false, nil) }
+            return
+        }
+        repo.runTransaction(at: self, named: name, argument: json, completion: completion, applyLocally: localEvents)
+    }
+
     /// ``runTransactionBlock(_:andCompletionBlock:withLocalEvents:)`` that returns the committed data
     /// (or throws; an aborted transaction throws ``DatabaseError/transactionAborted``).
     @discardableResult

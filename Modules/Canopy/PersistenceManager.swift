@@ -367,4 +367,25 @@ final class PersistenceManager: Sendable {
     }
 
     func removeAllWrites() { enqueue("removing the writes") { try $0.removeAllWrites() } }
+
+    // MARK: Transactions
+
+    /// The named transactions kept from an earlier run, in id order.
+    func restoredTransactions() -> [PersistedTransaction] {
+        read("reading the transactions") { try $0.transactions() } ?? []
+    }
+
+    /// Stores a named transaction.
+    func saveTransaction(_ transaction: PersistedTransaction) {
+        enqueue("saving a transaction") { try $0.saveTransaction(transaction) }
+    }
+
+    /// Stores the put transactions `ids` go out in, and returns once it is on disk (it must be
+    /// before it is sent).
+    func saveTransactionPut(_ put: PersistedTransaction.Put, ids: [Int]) {
+        _ = read("saving a transaction's put") { try $0.saveTransactionPut(put, ids: ids) }
+    }
+
+    /// Forgets a finished transaction.
+    func removeTransaction(id: Int) { enqueue("removing a transaction") { try $0.removeTransaction(id: id) } }
 }

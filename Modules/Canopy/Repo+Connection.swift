@@ -19,7 +19,10 @@ extension Repo {
             do {
                 let link = try await connector(target, lastSession)
                 let started = ContinuousClock.now
-                opened(link)
+                guard opened(link) else {
+                    link.close()
+                    continue
+                }
                 for await message in link.messages { handle(message) }
                 backoff.connectionLasted(ContinuousClock.now - started)
                 closed(link)
@@ -83,9 +86,11 @@ extension Repo {
     // MARK: Connected
 
     /// The hello arrived: `.info` says so, then listens, unacknowledged writes (in their original
-    /// order), queued onDisconnect requests and transactions are sent again, in that order.
-    private func opened(_ link: any ServerLink) {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+    /// order), queued onDisconnect requests and transactions are sent again, in that order. A
+    /// connection that opens after `goOffline()` is closed unused (returns `false`).
+    private func opened(_ link: any ServerLink) -> Bool {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>]? in
+            guard !state.interrupted else { return nil }
             state.link = link
             state.connected = true
             state.lastSessionID = link.hello.sessionID
@@ -105,9 +110,11 @@ extension Repo {
             defer { state.connectionWaiters = [:] }
             return Array(state.connectionWaiters.values)
         }
+        guard let waiters else { return false }
         for waiter in waiters { waiter.resume() }
         rerunUnsentTransactions()
         logger.debug("connected", metadata: ["session": "\(link.hello.sessionID)"])
+        return true
     }
 
     /// Sends the unacknowledged writes and transaction puts again, in the order of their write ids

@@ -1,4 +1,5 @@
 import Dispatch
+import Persistence
 import Query
 import SyncEngine
 import Synchronization
@@ -10,6 +11,8 @@ struct TransactionState: Sendable {
     let path: Path
     let ref: DatabaseReference
     let update: @Sendable (MutableData) -> TransactionResult
+    /// The name its update block is registered under, for a transaction kept on the device.
+    var name: String?
     let completion: @Sendable ((any Error)?, Bool, DataSnapshot?) -> Void
     let applyLocally: Bool
     /// Keeps the location synced while the transaction runs, so a `datastale` rerun sees fresh data.
@@ -32,19 +35,108 @@ extension Repo {
     /// each runs on the output of the one before, and all of them go to the server in one put
     /// (compared against the data the first ran on), so a client's own transactions never compete
     /// with each other.
+    ///
+    /// A transaction with a `name` (its block registered in ``transactionBlocks``) is also kept on
+    /// the device when persistence is on, with the put it was last sent in, until it finishes.
     func runTransaction(
         at ref: DatabaseReference, update: @escaping @Sendable (MutableData) -> TransactionResult,
-        completion: @escaping @Sendable ((any Error)?, Bool, DataSnapshot?) -> Void, applyLocally: Bool
+        completion: @escaping @Sendable ((any Error)?, Bool, DataSnapshot?) -> Void, applyLocally: Bool,
+        name: String? = nil, argument: JSONValue = .null
     ) {
         let observer = addObserver(query: ref, types: [.value], callback: .none, cancel: nil, once: false)
         state.withLock { state in
             let id = state.nextTransactionID
             state.nextTransactionID += 1
             state.transactions[id] = TransactionState(
-                path: ref.path, ref: ref, update: update, completion: completion, applyLocally: applyLocally,
-                observer: observer)
+                path: ref.path, ref: ref, update: update, name: name, completion: completion,
+                applyLocally: applyLocally, observer: observer)
+            if let name {
+                persistence?.saveTransaction(
+                    PersistedTransaction(
+                        id: id, path: ref.path, name: name, argument: argument, applyLocally: applyLocally))
+            }
         }
         sendTransactions(at: ref.path)
+    }
+
+    /// Runs the transaction whose block is registered as `name`.
+    func runTransaction(
+        at ref: DatabaseReference, named name: String, argument: JSONValue,
+        completion: @escaping @Sendable ((any Error)?, Bool, DataSnapshot?) -> Void, applyLocally: Bool
+    ) {
+        guard transactionBlocks.isRegistered(name) else {
+            let queue = state.withLock { $0.callbackQueue }
+            queue.async { completion(DatabaseError.transactionNotRegistered(name), false, nil) }
+            return
+        }
+        runTransaction(
+            at: ref, update: Self.registeredBlock(name, argument: argument, in: transactionBlocks),
+            completion: completion, applyLocally: applyLocally, name: name, argument: argument)
+    }
+
+    /// The block registered as `name`, looked up when it runs (a queue does not run while one of its
+    /// transactions' blocks is not registered).
+    private static func registeredBlock(
+        _ name: String, argument: JSONValue, in registry: TransactionRegistry
+    ) -> @Sendable (MutableData) -> TransactionResult {
+        { data in registry.block(named: name)?(data, argument) ?? .abort() }
+    }
+
+    /// Transactions kept from an earlier run: each waits for its block to be registered, then runs
+    /// as it would have; one whose put was sent is resent as it was, under the same write id, on the
+    /// first connection (before anything new), so the server applies it at most once.
+    func restoreTransactions(_ restored: [PersistedTransaction], reference: (Path) -> DatabaseReference) {
+        guard !restored.isEmpty else { return }
+        var observers: [Int: DatabaseHandle] = [:]
+        for transaction in restored {
+            observers[transaction.id] = addObserver(
+                query: reference(transaction.path), types: [.value], callback: .none, cancel: nil, once: false)
+        }
+        state.withLock { state in
+            // The put in flight at each location is the last one sent there.
+            var inFlight: [Path: PersistedTransaction.Put] = [:]
+            for transaction in restored {
+                guard let put = transaction.put else { continue }
+                if put.writeID > inFlight[transaction.path]?.writeID ?? -1 { inFlight[transaction.path] = put }
+            }
+            var putIDs: [Path: [Int]] = [:]
+            for transaction in restored {
+                guard let observer = observers[transaction.id] else { continue }
+                var entry = TransactionState(
+                    path: transaction.path, ref: reference(transaction.path),
+                    update: Self.registeredBlock(
+                        transaction.name, argument: transaction.argument, in: transactionBlocks),
+                    name: transaction.name,
+                    completion: { _, _, _ in }, applyLocally: transaction.applyLocally, observer: observer)
+                if let put = transaction.put, put.writeID == inFlight[transaction.path]?.writeID,
+                    let node = try? Node(json: put.value)
+                {
+                    let writeID = state.nextWriteID
+                    state.nextWriteID += 1
+                    _ = state.tree.applyUserOverwrite(
+                        node, at: transaction.path, writeID: writeID, visible: transaction.applyLocally)
+                    entry.writeID = writeID
+                    entry.output = node
+                    entry.sent = true
+                    putIDs[transaction.path, default: []].append(transaction.id)
+                }
+                state.transactions[transaction.id] = entry
+                state.nextTransactionID = max(state.nextTransactionID, transaction.id + 1)
+            }
+            for (path, put) in inFlight {
+                state.transactionPuts[path] = TransactionPut(
+                    action: .put(path: path.wireString, data: put.value, hash: put.hash), sequence: put.writeID,
+                    ids: putIDs[path] ?? [])
+            }
+        }
+    }
+
+    /// The app registered the block `name`: kept transactions waiting for it run.
+    func transactionRegistered(_ name: String) {
+        let paths = state.withLock { state in
+            Set(state.transactions.values.filter { $0.name == name && !$0.sent }.map(\.path))
+        }
+        for path in paths { sendTransactions(at: path) }
     }
 
     /// Runs and sends the queue at `path`, unless a put of it is already in flight.
@@ -54,6 +146,7 @@ extension Repo {
             let (ids, base) = state.withLock({ state -> ([Int], Node)? in
                 let queue = state.transactions.filter { $0.value.path == path }.sorted { $0.key < $1.key }
                 guard !queue.isEmpty, !queue.contains(where: { $0.value.sent }),
+                    queue.allSatisfy({ $0.value.name.map(transactionBlocks.isRegistered) ?? true }),
                     state.transactionRuns.insert(path).inserted
                 else { return nil }
                 for (id, transaction) in queue {
@@ -112,8 +205,17 @@ extension Repo {
                 // Everything aborted; transactions queued meanwhile still need a run.
                 return state.transactions.values.contains { $0.path == path }
             }
-            let action = ClientAction.put(path: path.wireString, data: last.json(exportFormat: true), hash: base.hash)
+            let data = last.json(exportFormat: true)
+            let action = ClientAction.put(path: path.wireString, data: data, hash: base.hash)
             let put = TransactionPut(action: action, sequence: state.nextWriteID - 1, ids: sentIDs)
+            let kept = sentIDs.filter { state.transactions[$0]?.name != nil }
+            if !kept.isEmpty {
+                // Saved (and synced to disk) before it is sent, and in write-id order with
+                // everything else sent: after a restart it is resent as it was, never run again on
+                // top of itself.
+                persistence?.saveTransactionPut(
+                    PersistedTransaction.Put(writeID: put.sequence, value: data, hash: base.hash), ids: kept)
+            }
             let sent = sendTransactionPut(put, at: path, in: &state)
             for id in sentIDs { state.transactions[id]?.sent = sent }
             return false
@@ -186,6 +288,7 @@ extension Repo {
     /// completion told, with a snapshot of `node`.
     private func finish(_ id: Int, error: (any Error)?, committed: Bool, node: Node, in state: inout State) {
         guard let transaction = state.transactions.removeValue(forKey: id) else { return }
+        if transaction.name != nil { persistence?.removeTransaction(id: id) }
         if let writeID = transaction.writeID {
             dispatch(state.tree.ackUserWrite(writeID: writeID, revert: true), in: &state)
         }

@@ -25,6 +25,8 @@ final class Repo: Sendable {
     let clientID: String
     /// The device store, when persistence is on.
     let persistence: PersistenceManager?
+    /// The transaction blocks the app registered by name.
+    let transactionBlocks: TransactionRegistry
     /// The connection loop, started on first use.
     private let loop = Mutex<Task<Void, Never>?>(nil)
 
@@ -115,8 +117,9 @@ final class Repo: Sendable {
 
     init(
         endpoint: RealtimeEndpoint, callbackQueue: DispatchQueue, connector: @escaping Connector, logger: Logger,
-        persistence: PersistenceManager? = nil
+        persistence: PersistenceManager? = nil, transactionBlocks: TransactionRegistry = TransactionRegistry()
     ) {
+        self.transactionBlocks = transactionBlocks
         self.endpoint = endpoint
         self.logger = logger
         self.connector = connector
@@ -135,9 +138,22 @@ final class Repo: Sendable {
         } else {
             clientID = UUID().uuidString
         }
-        state = Mutex(State(tree: tree, info: SyncTree(listenProvider: NoListens()), callbackQueue: callbackQueue))
+        var initial = State(tree: tree, info: SyncTree(listenProvider: NoListens()), callbackQueue: callbackQueue)
+        if let persistence {
+            // The client id outlives a run, so each run numbers its writes from a range of its own:
+            // a number the server saw in an earlier run (a write sent just before the app stopped,
+            // not yet saved) is never reused for a different write.
+            let run = (persistence.setting("run").flatMap { Int($0) } ?? 0) + 1
+            persistence.setSetting("run", String(run))
+            persistence.flush()
+            initial.nextWriteID = run << Self.writeIDsPerRunShift
+        }
+        state = Mutex(initial)
         if let persistence { restoreWrites(persistence.restoredWrites()) }
     }
+
+    /// Each run of a persistent client numbers its writes from `run << 32` (2^32 writes a run).
+    static let writeIDsPerRunShift = 32
 
     /// What `.info` holds: `connected` and `serverTimeOffset`.
     func infoNode(_ state: State) -> Node {

@@ -37,6 +37,20 @@ public protocol ClientStore: Sendable {
     /// The stored writes, in id order.
     func writes() throws(StoreError) -> [PersistedWrite]
 
+    // MARK: Transactions
+
+    /// Stores a named transaction (or its new put) durably.
+    func saveTransaction(_ transaction: PersistedTransaction) throws(StoreError)
+
+    /// Stores the put each of `ids` was sent in, durably, before it is sent.
+    func saveTransactionPut(_ put: PersistedTransaction.Put, ids: [Int]) throws(StoreError)
+
+    /// Forgets transaction `id` (it finished).
+    func removeTransaction(id: Int) throws(StoreError)
+
+    /// The stored transactions, in id order.
+    func transactions() throws(StoreError) -> [PersistedTransaction]
+
     // MARK: Tracked queries
 
     /// Every tracked query.
@@ -129,5 +143,42 @@ public struct TrackedQuery: Sendable, Equatable {
         self.lastUse = lastUse
         self.isComplete = isComplete
         self.isActive = isActive
+    }
+}
+
+/// A transaction run by the name its update block is registered under, kept until it finishes so
+/// that it runs again in the next run if the app stops first.
+public struct PersistedTransaction: Sendable, Equatable {
+    /// The compare-and-set a transaction was last sent in: resent as it was after a restart.
+    public struct Put: Sendable, Equatable {
+        /// The write id (sequence) it was sent under.
+        public var writeID: Int
+        /// The data it writes and the hash of the data it expects.
+        public var value: JSONValue
+        public var hash: String
+
+        public init(writeID: Int, value: JSONValue, hash: String) {
+            self.writeID = writeID
+            self.value = value
+            self.hash = hash
+        }
+    }
+
+    public var id: Int
+    public var path: Path
+    /// The name its update block is registered under.
+    public var name: String
+    /// The argument the block is given (`null` for none).
+    public var argument: JSONValue
+    public var applyLocally: Bool
+    public var put: Put?
+
+    public init(id: Int, path: Path, name: String, argument: JSONValue = .null, applyLocally: Bool, put: Put? = nil) {
+        self.id = id
+        self.path = path
+        self.name = name
+        self.argument = argument
+        self.applyLocally = applyLocally
+        self.put = put
     }
 }

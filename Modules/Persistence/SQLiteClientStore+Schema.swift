@@ -38,6 +38,19 @@ extension SQLiteClientStore {
                     CREATE TABLE counters (name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL);
                     """)
         }
+        // `v2`: `transactions(id, path, name, argument, apply_locally, put_write_id, put_value,
+        // put_hash)`:
+        // named transactions not finished yet, and the compare-and-set last sent for each (saved
+        // before it is sent, so a restart resends it under the same write id instead of running
+        // the transaction again).
+        migrator.registerMigration("v2") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE transactions (
+                        id INTEGER PRIMARY KEY NOT NULL, path TEXT NOT NULL, name TEXT NOT NULL, argument TEXT NOT NULL,
+                        apply_locally INTEGER NOT NULL, put_write_id INTEGER, put_value TEXT, put_hash TEXT);
+                    """)
+        }
         return migrator
     }
 }

@@ -183,6 +183,64 @@ struct OfflineTests {
         }
     }
 
+    /// The client id outlives a run: a new run's writes must not carry numbers the server already saw
+    /// (it would answer them as duplicates without applying them).
+    @Test func eachRunWritesUnderNewNumbersSoTheServerAppliesThem() async throws {
+        try await withServer { server in
+            try await Self.withFolder { folder in
+                for run in 1...3 {
+                    let database = Self.persistentDatabase(server, folder: folder, network: NetworkSwitch(on: true))
+                    let write: WriteStatus = database.reference(withPath: "runs/last").setValue(run)
+                    try await write.acknowledged
+                    #expect(try await ServerProbe.value(server, "runs/last") == .number(Double(run)), "run \(run)")
+                    database.shutDown()
+                }
+            }
+        }
+    }
+
+    /// A kept transaction restored in a new run waits for the app to register its block again; an
+    /// unregistered name is refused.
+    @Test func aRestoredTransactionWaitsForItsBlockToBeRegistered() async throws {
+        try await withServer { server in
+            try await Self.withFolder { folder in
+                let add: @Sendable (MutableData, Any?) -> TransactionResult = { data, amount in
+                    data.value = ((data.value as? Int) ?? 0) + ((amount as? Int) ?? 0)
+                    return .success(withValue: data)
+                }
+                let offline = Self.persistentDatabase(server, folder: folder, network: NetworkSwitch(on: false))
+                offline.registerTransaction(named: "add", add)
+                let refused = Recorder<String>()
+                offline.reference(withPath: "total").runTransaction(named: "nope") { error, committed, _ in
+                    refused.record("\(committed) \(error.map { "\($0)" } ?? "-")")
+                }
+                #expect(
+                    await refused.wait {
+                        $0.first?.hasPrefix("false no transaction block is registered as \"nope\"") == true
+                    },
+                    "\(refused.all)")
+                let local = Recorder<Int>()
+                offline.reference(withPath: "total").observe(.value) { local.record($0.value as? Int ?? 0) }
+                offline.reference(withPath: "total").runTransaction(named: "add", argument: 7)
+                #expect(await local.wait { $0.last == 7 }, "it runs on the local data offline: \(local.all)")
+                _ = offline.persistenceSize
+                offline.shutDown()
+                // Another client changes the data: the put saved offline is stale, so the
+                // transaction must run again, which takes its block.
+                try await makeDatabase(server).reference(withPath: "total").setValue(10)
+
+                let network = NetworkSwitch(on: true)
+                let restarted = Self.persistentDatabase(server, folder: folder, network: network)
+                restarted.goOnline()
+                try await Task.sleep(for: .milliseconds(500))
+                #expect(try await ServerProbe.value(server, "total") == 10, "not run before its block is back")
+                restarted.registerTransaction(named: "add", add)
+                #expect(await ServerProbe.wait(server, ["total"]) { $0 == [17] })
+                restarted.shutDown()
+            }
+        }
+    }
+
     @Test func withoutPersistenceAWriteIsNeverDurableButIsAcknowledged() async throws {
         try await withServer { server in
             let database = makeDatabase(server)
