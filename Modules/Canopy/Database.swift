@@ -284,6 +284,36 @@ public final class Database: Sendable {
         if let repo = settings.withLock({ $0.repo }) { repo.transactionRegistered(name) }
     }
 
+    // MARK: Auth
+
+    /// Authenticates this client with `token` (an ID token the server's rules see as `auth`);
+    /// `nil` signs out. The token is sent first on every connection and, with persistence on, kept
+    /// on the device for the next run. While the server has not accepted it (it is being checked,
+    /// or it was refused, say expired while the device was offline), writes wait: they are neither
+    /// sent nor failed, and go out in order once a token is accepted. Watch ``observeAuthState(_:)``
+    /// to know when to supply a new one.
+    ///
+    /// ```swift
+    /// database.observeAuthState { state in
+    ///     if case .refused = state { Task { database.setAuthToken(try await refreshToken()) } }
+    /// }
+    /// database.setAuthToken(idToken)
+    /// ```
+    public func setAuthToken(_ token: String?) { repo?.setAuthToken(token) }
+
+    /// How the server took the token, now.
+    public var authState: AuthState { repo?.state.withLock { $0.auth.state } ?? .signedOut }
+
+    /// Calls `callback` on ``callbackQueue`` with the current ``AuthState`` and every change.
+    /// Returns a handle for ``removeAuthStateObserver(withHandle:)``.
+    @discardableResult
+    public func observeAuthState(_ callback: @escaping @Sendable (AuthState) -> Void) -> DatabaseHandle {
+        DatabaseHandle(repo?.observeAuth(callback) ?? 0)
+    }
+
+    /// Stops calling a callback given to ``observeAuthState(_:)``.
+    public func removeAuthStateObserver(withHandle handle: DatabaseHandle) { repo?.removeAuthObserver(Int(handle)) }
+
     // MARK: Connection
 
     /// Disconnects and stays offline until ``goOnline()``; writes queue meanwhile.

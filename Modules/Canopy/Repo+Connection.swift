@@ -92,6 +92,7 @@ extension Repo {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>]? in
             guard !state.interrupted else { return nil }
             state.link = link
+            state.linkNumber += 1
             state.connected = true
             state.lastSessionID = link.hello.sessionID
             state.serverTimeOffset = Double(link.hello.timestamp) - (Date().timeIntervalSince1970 * 1000).rounded()
@@ -102,6 +103,7 @@ extension Repo {
                 .request(ClientRequest(number: state.nextRequestNumber, action: .stats(["c": ["sdk.swift.canopy": 1]])))
             )
             state.nextRequestNumber += 1
+            sendAuth(in: &state)
             for key in state.listenOrder { sendListen(key, in: &state) }
             resendWrites(in: &state)
             let queued = state.queued
@@ -120,14 +122,19 @@ extension Repo {
     /// Sends the unacknowledged writes and transaction puts again, in the order of their write ids
     /// (the order they were first sent in), each under its write id when the server takes them, so
     /// the server answers one it already applied without applying it again. For a server that does
-    /// not, transaction queues whose put was cut off run again on fresh data instead.
-    private func resendWrites(in state: inout State) {
+    /// not, transaction queues whose put was cut off run again on fresh data instead. Only what
+    /// was not sent on this connection goes, and nothing while a token waits to be accepted.
+    func resendWrites(in state: inout State) {
         enum Resend {
             case write(Int)
             case transactionPut(Path, TransactionPut)
         }
-        var resends = state.writes.keys.map { (sequence: $0, resend: Resend.write($0)) }
-        for (path, put) in state.transactionPuts {
+        guard writesMayGo(state) else { return }
+        let link = state.linkNumber
+        var resends = state.writes.filter { $0.value.sentOnLink != link }.keys.map {
+            (sequence: $0, resend: Resend.write($0))
+        }
+        for (path, put) in state.transactionPuts where put.sentOnLink != link {
             if state.link?.hello.supportsWriteIDs == true {
                 resends.append((put.sequence, .transactionPut(path, put)))
             } else {
@@ -239,6 +246,7 @@ extension Repo {
         case .authRevoked(let status, let reason):
             logger.warning(
                 "the server revoked this client's credential", metadata: ["status": "\(status)", "reason": "\(reason)"])
+            authRevoked(status: status, reason: reason)
         case .reset(let host):
             guard let redirect = endpoint.redirected(to: host) else {
                 logger.warning("the server asked to reconnect to an invalid host", metadata: ["host": "\(host)"])

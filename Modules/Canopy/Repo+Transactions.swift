@@ -226,10 +226,15 @@ extension Repo {
     /// Sends a queue's compare-and-set; while it is in flight it is kept, to be resent as it was if
     /// the connection is lost before its answer.
     func sendTransactionPut(_ put: TransactionPut, at path: Path, in state: inout State) -> Bool {
+        guard writesMayGo(state) else { return false }
         let sent = send(put.action, writeID: put.sequence, in: &state) { [self] status, data in
             answered(put.ids, at: path, status: status, data: data)
         }
-        if sent { state.transactionPuts[path] = put }
+        if sent {
+            var put = put
+            put.sentOnLink = state.linkNumber
+            state.transactionPuts[path] = put
+        }
         return sent
     }
 

@@ -167,13 +167,13 @@ extension Repo {
         persistence.saveWrite(write) { saved in status.markDurable(saved) }
     }
 
-    /// Sends write `id` if connected; otherwise it waits for the next connection.
+    /// Sends write `id` if connected (and authenticated when it has a token); otherwise it waits.
     func sendWrite(_ id: Int, in state: inout State) {
-        guard let write = state.writes[id] else { return }
+        guard let write = state.writes[id], writesMayGo(state) else { return }
         let sent = send(write.action, writeID: id, in: &state) { [self] status, data in
             writeAnswered(id, status: status, data: data)
         }
-        state.writes[id]?.sent = sent
+        if sent { state.writes[id]?.sentOnLink = state.linkNumber }
     }
 
     private func writeAnswered(_ id: Int, status: String, data: JSONValue) {

@@ -51,7 +51,8 @@ final class Repo: Sendable {
     struct PendingWrite: Sendable {
         let action: ClientAction
         let completion: @Sendable (DatabaseError?) -> Void
-        var sent = false
+        /// The connection (``State/linkNumber``) it was last sent on.
+        var sentOnLink: Int?
         /// What the write put at each location it wrote (absolute paths), resolved locally.
         var written: [Path: Node] = [:]
         let status: WriteStatus
@@ -70,6 +71,8 @@ final class Repo: Sendable {
         /// The write id it was sent under: that of the queue's last transaction.
         let sequence: Int
         let ids: [Int]
+        /// The connection (``State/linkNumber``) it was last sent on.
+        var sentOnLink: Int?
     }
 
     /// A listen the server should have: the query and the tag of a filtered one.
@@ -93,6 +96,9 @@ final class Repo: Sendable {
         var localDisconnects: [(path: Path, json: JSONValue, isUpdate: Bool)] = []
         // Connection
         var link: (any ServerLink)?
+        /// Counts connections, so that what was sent on the current one is known.
+        var linkNumber = 0
+        var auth = AuthSession()
         var connected = false
         var interrupted = false
         var lastSessionID: String?
@@ -147,6 +153,10 @@ final class Repo: Sendable {
             persistence.setSetting("run", String(run))
             persistence.flush()
             initial.nextWriteID = run << Self.writeIDsPerRunShift
+        }
+        if let token = persistence?.setting(Self.authTokenSetting) {
+            initial.auth.token = token
+            initial.auth.state = .authenticating
         }
         state = Mutex(initial)
         if let persistence { restoreWrites(persistence.restoredWrites()) }
