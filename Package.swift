@@ -204,7 +204,8 @@ let package = Package(
         .testTarget(
             name: "CanopyTests",
             dependencies: [
-                "Canopy", "CanopyTesting", "CanopyServer", "Transport", "Tree", "canopy-write-probe",
+                "Canopy", "CanopyTesting", "CanopyServer", "Persistence", "Transport", "Tree", "canopy-write-probe",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

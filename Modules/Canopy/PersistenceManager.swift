@@ -110,6 +110,9 @@ final class PersistenceManager: Sendable {
     /// Waits until everything queued so far is stored.
     func flush() { queue.sync {} }
 
+    /// The store, while there is one (tests reach it to make it fail).
+    var store: (any ClientStore)? { queue.sync { state.withLock { $0.store } } }
+
     // MARK: Settings
 
     func setting(_ name: String) -> String? { read("reading \(name)") { try $0.setting(name) } ?? nil }
