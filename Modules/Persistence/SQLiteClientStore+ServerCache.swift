@@ -10,16 +10,19 @@ extension SQLiteClientStore {
     }
 
     public func overwriteServerCache(_ node: Node, at path: Path) throws(StoreError) {
+        let split = splitBytes
         try write("caching data at /\(path.wireString)") { db in
-            try Self.replace(at: path, with: node, in: db)
+            try Self.replace(at: path, with: node, splitBytes: split, in: db)
         }
     }
 
     public func mergeServerCache(_ children: [Path: Node], at path: Path) throws(StoreError) {
+        let split = splitBytes
         try write("caching an update at /\(path.wireString)") { db in
             var delta = ClientStoreSize(serverCache: 0, pendingWrites: 0)
             for (relative, node) in children {
-                delta.serverCache += try Self.replace(at: path.child(relative), with: node, in: db).serverCache
+                delta.serverCache += try Self.replace(at: path.child(relative), with: node, splitBytes: split, in: db)
+                    .serverCache
             }
             return delta
         }
@@ -27,13 +30,14 @@ extension SQLiteClientStore {
 
     public func pruneServerCache(at path: Path, keeping: [Path]) throws(StoreError) {
         let file = self.path
+        let split = splitBytes
         try write("pruning the cache at /\(path.wireString)") { db in
             let kept = try keeping.filter { path.contains($0) }.map { keptPath in
                 (keptPath, try Self.node(at: keptPath, from: Self.rows(at: keptPath, in: db), file: file))
             }
-            var delta = try Self.replace(at: path, with: .empty, in: db)
+            var delta = try Self.replace(at: path, with: .empty, splitBytes: split, in: db)
             for (keptPath, node) in kept where !node.isEmpty {
-                delta.serverCache += try Self.replace(at: keptPath, with: node, in: db).serverCache
+                delta.serverCache += try Self.replace(at: keptPath, with: node, splitBytes: split, in: db).serverCache
             }
             return delta
         }
@@ -82,9 +86,12 @@ extension SQLiteClientStore {
     /// above `path` is a leaf, that leaf turns into a node with children, so the row goes there
     /// (rows are read in location order, not in the order they were written, so a row below a leaf
     /// would be laid over the leaf that no longer exists). Thus no row is ever below a cached leaf.
-    /// Returns the size change.
+    /// Only the deepest row above `path` is read, and rows are split (see ``splitBytes``), so this
+    /// costs at most a row's size, however much is cached around `path`. Returns the size change.
     @discardableResult
-    private static func replace(at path: Path, with node: Node, in db: GRDB.Database) throws -> ClientStoreSize {
+    private static func replace(
+        at path: Path, with node: Node, splitBytes: Int, in db: GRDB.Database
+    ) throws -> ClientStoreSize {
         let ancestors = CacheRow.ancestors(path)
         if !ancestors.isEmpty {
             let placeholders = Array(repeating: "?", count: ancestors.count).joined(separator: ", ")
@@ -101,24 +108,27 @@ extension SQLiteClientStore {
                     if here.isLeaf {
                         return try replaceRows(
                             at: location, with: here.updating(at: Path.relative(from: location, to: path), to: node),
-                            in: db)
+                            splitBytes: splitBytes, in: db)
                     }
                     location = location.child(key)
                 }
                 let here = rowNode.child(at: Path.relative(from: rowPath, to: location))
                 if here.isLeaf {
                     return try replaceRows(
-                        at: location, with: here.updating(at: Path.relative(from: location, to: path), to: node), in: db
-                    )
+                        at: location, with: here.updating(at: Path.relative(from: location, to: path), to: node),
+                        splitBytes: splitBytes, in: db)
                 }
             }
         }
-        return try replaceRows(at: path, with: node, in: db)
+        return try replaceRows(at: path, with: node, splitBytes: splitBytes, in: db)
     }
 
-    /// Replaces every row at and below `path` with one holding `node` (a `null` row for an empty
-    /// node, when a row above could otherwise show older data there); returns the size change.
-    private static func replaceRows(at path: Path, with node: Node, in db: GRDB.Database) throws -> ClientStoreSize {
+    /// Replaces every row at and below `path` with rows holding `node` (a `null` row for an empty
+    /// node, or above a split one, when a row above could otherwise show older data there);
+    /// returns the size change.
+    private static func replaceRows(
+        at path: Path, with node: Node, splitBytes: Int, in db: GRDB.Database
+    ) throws -> ClientStoreSize {
         let (lower, upper) = CacheRow.subtree(path)
         let removed =
             try Int.fetchOne(
@@ -129,17 +139,31 @@ extension SQLiteClientStore {
                     """,
                 arguments: [lower, upper]) ?? 0
         try db.execute(sql: "DELETE FROM server_cache WHERE path >= ? AND path < ?", arguments: [lower, upper])
-        var added = 0
         let ancestors = CacheRow.ancestors(path)
-        var shadows = false
-        if node.isEmpty, !ancestors.isEmpty { shadows = try Self.hasRow(in: ancestors, db) }
-        if !node.isEmpty || shadows {
-            let key = CacheRow.key(path)
-            let value = node.json(exportFormat: true).serialized()
-            try db.execute(sql: "INSERT INTO server_cache (path, value) VALUES (?, ?)", arguments: [key, value])
-            added = CacheRow.bytes(key, value)
-        }
+        let shadows = try !ancestors.isEmpty && Self.hasRow(in: ancestors, db)
+        let added = try insertRows(at: path, node, shadowing: shadows, splitBytes: splitBytes, in: db)
         return ClientStoreSize(serverCache: added - removed, pendingWrites: 0)
+    }
+
+    /// Inserts the rows of `node` at `path` (where no row is); returns their bytes. `shadowing`: a
+    /// row above holds older data here, which an empty or split node must hide.
+    private static func insertRows(
+        at path: Path, _ node: Node, shadowing: Bool, splitBytes: Int, in db: GRDB.Database
+    ) throws -> Int {
+        let key = CacheRow.key(path)
+        func insert(_ value: String) throws -> Int {
+            try db.execute(sql: "INSERT INTO server_cache (path, value) VALUES (?, ?)", arguments: [key, value])
+            return CacheRow.bytes(key, value)
+        }
+        if node.isEmpty { return shadowing ? try insert("null") : 0 }
+        let value = node.json(exportFormat: true).serialized()
+        guard value.utf8.count > splitBytes, !node.isLeaf, node.priority == nil else { return try insert(value) }
+        var added = shadowing ? try insert("null") : 0
+        for child in node.children {
+            added += try insertRows(
+                at: path.child(child.key), child.value, shadowing: false, splitBytes: splitBytes, in: db)
+        }
+        return added
     }
 
     private static func hasRow(in keys: [String], _ db: GRDB.Database) throws -> Bool {

@@ -25,13 +25,22 @@ public final class SQLiteClientStore: ClientStore {
     let database: DatabaseQueue
     private let lock: FileLock
     let sizes: Mutex<ClientStoreSize>
+    /// Cached data is kept in rows under this many bytes of JSON where it can be: a larger node
+    /// with children (and no priority) is stored as one row per child, recursively, so that a
+    /// write below it reads a small row, not the whole node.
+    let splitBytes: Int
 
     /// Opens the store at `path`, creating it and its folder if missing, and brings its format up to
     /// date. Throws ``StoreError/inUse(file:)`` when another store has it open and
     /// ``StoreError/cannotOpen(file:reason:)`` for anything else (an unwritable folder, a file that
     /// is not a database).
-    public init(path: String) throws(StoreError) {
+    public convenience init(path: String) throws(StoreError) {
+        try self.init(path: path, splitBytes: 16 * 1024)
+    }
+
+    init(path: String, splitBytes: Int) throws(StoreError) {
         self.path = path
+        self.splitBytes = splitBytes
         do {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

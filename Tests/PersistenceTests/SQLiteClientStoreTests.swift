@@ -45,9 +45,11 @@ struct SQLiteClientStoreTests {
     }
 
     /// Random overwrites, merges and prunes against the same operations on a tree in memory.
-    @Test(arguments: 0..<8) func randomOperationsAgreeWithATreeInMemory(seed: UInt64) async throws {
+    /// With rows split at 8 bytes, nearly every node with children is stored one row per child.
+    @Test(arguments: 0..<8, [16 * 1024, 8])
+    func randomOperationsAgreeWithATreeInMemory(seed: UInt64, splitBytes: Int) async throws {
         try await withStoreFile { file in
-            let store = try SQLiteClientStore(path: file)
+            let store = try SQLiteClientStore(path: file, splitBytes: splitBytes)
             var random = SeededGenerator(seed: seed)
             var model = Node.empty
             let keys = ["a", "b", "c"]
@@ -96,13 +98,38 @@ struct SQLiteClientStoreTests {
                     }
                     Issue.record(
                         """
-                        seed \(seed) step \(step) at /\(probe.wireString): stored \(stored.json().serialized()), \
+                        seed \(seed) split \(splitBytes) step \(step) at /\(probe.wireString): stored \(stored.json().serialized()), \
                         expected \(model.child(at: probe).json().serialized()); rows \(rows)
                         """)
                 }
             }
             #expect(try store.serverCache(at: .root) == model)
             #expect(try Self.countedBytes(store) == store.size, "the counters match the rows")
+        }
+    }
+
+    /// A write below a large cached node reads one small row, not the node: the node is stored a
+    /// row per child.
+    @Test func aLargeNodeIsStoredARowPerChildSoAWriteBelowItReadsASmallRow() async throws {
+        try await withStoreFile { file in
+            let store = try SQLiteClientStore(path: file)
+            var messages: [String: JSONValue] = [:]
+            for index in 0..<200 { messages["m\(index)"] = ["text": .string(String(repeating: "x", count: 200))] }
+            try store.overwriteServerCache(Node(json: ["messages": .object(messages), "title": "chat"]), at: "chat")
+            let rows = try store.database.read { db in
+                try String.fetchAll(db, sql: "SELECT path FROM server_cache ORDER BY path")
+            }
+            #expect(
+                rows.count == 201, "a row per message and one for the title: \(rows.prefix(4))")
+            #expect(rows.contains("/chat/messages/m7/") && rows.contains("/chat/title/"))
+            let longest = try store.database.read { db in
+                try Int.fetchOne(db, sql: "SELECT MAX(length(value)) FROM server_cache") ?? 0
+            }
+            #expect(longest < 16 * 1024)
+            try store.overwriteServerCache(Node(json: "edited"), at: "chat/messages/m7/text")
+            #expect(try store.serverCache(at: "chat/messages/m7") == Node(json: ["text": "edited"]))
+            #expect(try store.serverCache(at: "chat/messages").children.count == 200)
+            #expect(try Self.countedBytes(store) == store.size)
         }
     }
 
