@@ -87,4 +87,7 @@ enum CacheRow {
 
     /// Bytes a row takes, as the size counters count them.
     static func bytes(_ key: String, _ value: String) -> Int { key.utf8.count + value.utf8.count }
+
+    /// ``bytes(_:_:)`` in SQL, for a row of `server_cache` or `writes`.
+    static let bytesSQL = "length(CAST(path AS BLOB)) + length(CAST(value AS BLOB))"
 }

@@ -134,7 +134,7 @@ extension SQLiteClientStore {
             try Int.fetchOne(
                 db,
                 sql: """
-                    SELECT COALESCE(SUM(length(CAST(path AS BLOB)) + length(CAST(value AS BLOB))), 0)
+                    SELECT COALESCE(SUM(\(CacheRow.bytesSQL)), 0)
                     FROM server_cache WHERE path >= ? AND path < ?
                     """,
                 arguments: [lower, upper]) ?? 0

@@ -25,7 +25,7 @@ extension SQLiteClientStore {
             let removed =
                 try Int.fetchOne(
                     db,
-                    sql: "SELECT COALESCE(SUM(length(CAST(path AS BLOB)) + length(CAST(value AS BLOB))), 0) FROM writes"
+                    sql: "SELECT COALESCE(SUM(\(CacheRow.bytesSQL)), 0) FROM writes"
                 ) ?? 0
             try db.execute(sql: "DELETE FROM writes")
             return ClientStoreSize(serverCache: 0, pendingWrites: -removed)
@@ -53,7 +53,7 @@ extension SQLiteClientStore {
     private static func removeWrite(id: Int, in db: GRDB.Database) throws -> Int {
         let bytes =
             try Int.fetchOne(
-                db, sql: "SELECT length(CAST(path AS BLOB)) + length(CAST(value AS BLOB)) FROM writes WHERE id = ?",
+                db, sql: "SELECT \(CacheRow.bytesSQL) FROM writes WHERE id = ?",
                 arguments: [id]) ?? 0
         try db.execute(sql: "DELETE FROM writes WHERE id = ?", arguments: [id])
         return bytes
