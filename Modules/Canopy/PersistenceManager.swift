@@ -11,8 +11,8 @@ import Tree
 /// queries it tracks, which of them the server confirmed (complete), and the writes not yet
 /// acknowledged, in a ``ClientStore``.
 ///
-/// Store calls run in order on one serial queue, off the caller's thread; reads wait for the
-/// writes queued before them. A storage failure is logged once, the store is dropped and the client
+/// Store calls run in order on one serial queue, off the caller's thread; reading the cache for a
+/// new listener does not wait for them (other reads do). A storage failure is logged once, the store is dropped and the client
 /// carries on in memory.
 final class PersistenceManager: Sendable {
     private struct State {
@@ -76,6 +76,18 @@ final class PersistenceManager: Sendable {
         }
     }
 
+    /// Runs `body` with the store now, beside the queue: it sees what the store committed so far
+    /// and does not wait for what is queued (such as writes syncing to disk).
+    private func readNow<T: Sendable>(_ operation: String, _ body: (any ClientStore) throws -> T) -> T? {
+        guard let store = state.withLock({ $0.store }) else { return nil }
+        do {
+            return try body(store)
+        } catch {
+            failed(operation, error)
+            return nil
+        }
+    }
+
     /// Runs `body` with the store and returns its result, once what was queued before is done.
     private func read<T: Sendable>(_ operation: String, _ body: (any ClientStore) throws -> T) -> T? {
         queue.sync {
@@ -135,7 +147,9 @@ final class PersistenceManager: Sendable {
             }
             return (false, nil, Self.knownCompleteChildren(at: query.path, in: state.tracked))
         }
-        let result = read("reading the cache at /\(query.path.wireString)") { store -> Node in
+        // Not queued: a listener added while writes sync to disk does not wait for them (the cache
+        // updates still queued are for data the server sends again when the listen starts).
+        let result = readNow("reading the cache at /\(query.path.wireString)") { store -> Node in
             let node = try store.serverCache(at: query.path)
             var keys: Set<String>?
             if let keysQueryID { keys = try store.trackedKeys(queryID: keysQueryID) }

@@ -4,7 +4,8 @@ import Synchronization
 import Tree
 
 /// A ``ClientStore`` in an SQLite file (WAL journal), one file per database, opened by one store at
-/// a time.
+/// a time. Reads run beside writes (a GRDB `DatabasePool`): a read sees what was committed when it
+/// started and never waits for a write, such as one syncing to disk.
 ///
 /// ```swift
 /// let store = try SQLiteClientStore(path: "cache/demo.sqlite")
@@ -22,7 +23,7 @@ import Tree
 public final class SQLiteClientStore: ClientStore {
     /// The database file.
     public let path: String
-    let database: DatabaseQueue
+    let database: DatabasePool
     private let lock: FileLock
     let sizes: Mutex<ClientStoreSize>
     /// Cached data is kept in rows under this many bytes of JSON where it can be: a larger node
@@ -59,7 +60,7 @@ public final class SQLiteClientStore: ClientStore {
             var configuration = Configuration()
             configuration.journalMode = .wal
             configuration.label = "Canopy.SQLiteClientStore"
-            database = try DatabaseQueue(path: path, configuration: configuration)
+            database = try DatabasePool(path: path, configuration: configuration)
             try Self.migrator.migrate(database)
             let counters = try database.read { db in
                 try Dictionary(
