@@ -32,6 +32,18 @@ let package = Package(
             path: "QueryResolution",
             swiftSettings: swiftSettings,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        )
+        ),
+        .executableTarget(
+            name: "CacheEviction",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Tree", package: "canopy"),
+                .product(name: "Persistence", package: "canopy"),
+                .product(name: "Canopy", package: "canopy"),
+            ],
+            path: "CacheEviction",
+            swiftSettings: swiftSettings,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ]
 )
