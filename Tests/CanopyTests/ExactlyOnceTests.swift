@@ -11,12 +11,7 @@ import Tree
 /// Real connections whose answers the test can make go missing, as when a network drops on the
 /// way back: the server gets and applies the writes, the client never hears of it.
 final class LossyNetwork: Sendable {
-    private struct State {
-        var dropping = false
-        var links: [any ServerLink] = []
-    }
-
-    private let state = Mutex(State())
+    private let links = Mutex<[LossyLink]>([])
     private let stripsExtensions: Bool
 
     /// With `stripsExtensions`, the client sees a server without Canopy's extensions.
@@ -25,25 +20,23 @@ final class LossyNetwork: Sendable {
     var connector: Connector {
         { [self] endpoint, lastSession in
             let inner = try await Database.realtimeConnector(endpoint, lastSession)
-            let link = LossyLink(inner: inner, network: self, stripsExtensions: stripsExtensions)
-            state.withLock { $0.links.append(inner) }
+            let link = LossyLink(inner: inner, stripsExtensions: stripsExtensions)
+            links.withLock { $0.append(link) }
             return link
         }
     }
 
-    var isDropping: Bool { state.withLock { $0.dropping } }
+    /// From now on nothing the server sends on the current connections arrives.
+    func dropEverythingFromTheServer() { links.withLock { links in links.forEach { $0.dropFromNowOn() } } }
 
-    /// From now on nothing the server sends arrives.
-    func dropEverythingFromTheServer() { state.withLock { $0.dropping = true } }
-
-    /// Cuts the connections the answers were lost on and lets later ones through.
+    /// Cuts the connections the answers were lost on (an answer that comes late on one of them stays
+    /// lost); later connections are whole.
     func cutAndHeal() {
-        let links = state.withLock { state in
-            state.dropping = false
-            defer { state.links = [] }
-            return state.links
+        let cut = links.withLock { links in
+            defer { links = [] }
+            return links
         }
-        for link in links { link.close() }
+        for link in cut { link.close() }
     }
 }
 
@@ -51,19 +44,22 @@ final class LossyLink: ServerLink {
     let hello: RealtimeHello
     let messages: AsyncStream<ServerMessage>
     private let inner: any ServerLink
+    private let dropping = Mutex(false)
 
-    init(inner: any ServerLink, network: LossyNetwork, stripsExtensions: Bool) {
+    init(inner: any ServerLink, stripsExtensions: Bool) {
         self.inner = inner
         var hello = inner.hello
         if stripsExtensions { hello.extensions = [] }
         self.hello = hello
         let (stream, continuation) = AsyncStream.makeStream(of: ServerMessage.self)
         messages = stream
-        Task {
-            for await message in inner.messages where !network.isDropping { continuation.yield(message) }
+        Task { [self] in
+            for await message in inner.messages where !dropping.withLock({ $0 }) { continuation.yield(message) }
             continuation.finish()
         }
     }
+
+    func dropFromNowOn() { dropping.withLock { $0 = true } }
 
     func send(_ message: ClientMessage) -> Bool { inner.send(message) }
 
