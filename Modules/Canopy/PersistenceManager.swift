@@ -20,6 +20,9 @@ final class PersistenceManager: Sendable {
         /// Tracked queries by ``key(_:)``.
         var tracked: [String: TrackedQuery] = [:]
         var nextTrackedID = 0
+        /// Whether `tracked` holds every tracked query (loaded on the queue after start-up, so the
+        /// first listener does not wait for it).
+        var loaded = false
         var serverUpdatesSinceCheck = 0
     }
 
@@ -31,19 +34,20 @@ final class PersistenceManager: Sendable {
     init(store: any ClientStore, cachePolicy: LRUCachePolicy, logger: Logger) {
         self.logger = logger
         self.cachePolicy = cachePolicy
-        var state = State(store: store)
-        do {
-            for var query in try store.trackedQueries() {
-                // Nothing listens yet in this run (the store learns at the query's next change).
-                query.isActive = false
-                state.tracked[Self.key(path: query.path, identifier: query.queryIdentifier)] = query
-                state.nextTrackedID = max(state.nextTrackedID, query.id + 1)
+        state = Mutex(State(store: store))
+        // First on the queue: everything that changes tracked queries runs after it.
+        enqueue("reading the tracked queries") { [self] store in
+            let queries = try store.trackedQueries()
+            state.withLock { state in
+                for var query in queries {
+                    // Nothing listens yet in this run (the store learns at the query's next change).
+                    query.isActive = false
+                    state.tracked[Self.key(path: query.path, identifier: query.queryIdentifier)] = query
+                    state.nextTrackedID = max(state.nextTrackedID, query.id + 1)
+                }
+                state.loaded = true
             }
-        } catch {
-            logger.error("cannot read the tracked queries; continuing without persistence: \(error)")
-            state.store = nil
         }
-        self.state = Mutex(state)
     }
 
     /// The store's folder-level default: the application-support folder on Apple platforms,
@@ -138,15 +142,30 @@ final class PersistenceManager: Sendable {
     /// What the device holds for `query`: complete when the server confirmed this query (or a
     /// complete query above it) before; otherwise the children other complete queries hold.
     func serverCache(for query: QuerySpec) -> (node: Node, complete: Bool) {
-        let (complete, keysQueryID, knownChildren) = state.withLock {
-            state -> (Bool, Int?, (ids: [Int], children: Set<String>)?) in
-            let tracked = state.tracked[Self.key(query)]
-            if Self.isComplete(query, in: state.tracked) {
-                let filtered = !query.params.loadsAllData && tracked?.isComplete == true
-                return (true, filtered ? tracked?.id : nil, nil)
+        // Until every tracked query is loaded, those that matter here are looked up in the store.
+        let loaded = state.withLock { state in state.loaded ? state.tracked : nil }
+        guard
+            let tracked = loaded
+                ?? readNow(
+                    "reading the tracked queries at /\(query.path.wireString)",
+                    { store in
+                        var nearby: [String: TrackedQuery] = [:]
+                        for found in try store.trackedQueries(atOrAbove: query.path)
+                            + store.trackedQueries(childrenOf: query.path)
+                        {
+                            nearby[Self.key(path: found.path, identifier: found.queryIdentifier)] = found
+                        }
+                        return nearby
+                    })
+        else { return (.empty, false) }
+        let (complete, keysQueryID, knownChildren): (Bool, Int?, (ids: [Int], children: Set<String>)?) = {
+            let entry = tracked[Self.key(query)]
+            if Self.isComplete(query, in: tracked) {
+                let filtered = !query.params.loadsAllData && entry?.isComplete == true
+                return (true, filtered ? entry?.id : nil, nil)
             }
-            return (false, nil, Self.knownCompleteChildren(at: query.path, in: state.tracked))
-        }
+            return (false, nil, Self.knownCompleteChildren(at: query.path, in: tracked))
+        }()
         // Not queued: a listener added while writes sync to disk does not wait for them (the cache
         // updates still queued are for data the server sends again when the listen starts).
         let result = readNow("reading the cache at /\(query.path.wireString)") { store -> Node in
@@ -181,8 +200,8 @@ final class PersistenceManager: Sendable {
     /// A push for the filtered `query`: merged into the cache (the query holds only some children),
     /// and the children it holds recorded.
     func serverUpdate(for query: QuerySpec, _ children: [Path: Node], at path: Path, replacesWindow: Bool) {
-        guard let id = state.withLock({ $0.tracked[Self.key(query)]?.id }) else { return }
-        enqueue("caching a query's data") { store in
+        enqueue("caching a query's data") { [self] store in
+            guard let id = state.withLock({ $0.tracked[Self.key(query)]?.id }) else { return }
             try store.mergeServerCache(children, at: path)
             var keys = replacesWindow ? [] : try store.trackedKeys(queryID: id)
             for (relative, node) in children {
@@ -251,37 +270,43 @@ final class PersistenceManager: Sendable {
     /// then (its children become the query's keys: an unchanged window is not sent again).
     func setComplete(_ query: QuerySpec, window: Node?) {
         update(query, create: false) { $0.isComplete = true }
-        guard !query.params.loadsAllData, let window,
-            let id = state.withLock({ $0.tracked[Self.key(query)]?.id })
-        else { return }
+        guard !query.params.loadsAllData, let window else { return }
         let keys = Set(window.children.map { $0.key.string })
         let children = Dictionary(uniqueKeysWithValues: window.children.map { (Path($0.key.string), $0.value) })
-        enqueue("caching a query's data") { store in
+        enqueue("caching a query's data") { [self] store in
+            guard let id = state.withLock({ $0.tracked[Self.key(query)]?.id }) else { return }
             try store.mergeServerCache(children, at: query.path)
             try store.setTrackedKeys(keys, queryID: id)
         }
     }
 
-    private func update(_ query: QuerySpec, create: Bool, _ change: (inout TrackedQuery) -> Void) {
+    /// Changes the tracked query for `query` (creating it if asked), on the queue: after the
+    /// tracked queries are loaded, in order with the other changes.
+    private func update(
+        _ query: QuerySpec, create: Bool, _ change: @escaping @Sendable (inout TrackedQuery) -> Void
+    ) {
         let tracked = Self.trackedQuery(query)
         let key = Self.key(tracked)
-        let saved = state.withLock { state -> TrackedQuery? in
-            var entry: TrackedQuery
-            if let existing = state.tracked[key] {
-                entry = existing
-            } else {
-                guard create else { return nil }
-                entry = TrackedQuery(
-                    id: state.nextTrackedID, path: tracked.path, queryIdentifier: tracked.params.queryIdentifier,
-                    params: tracked.params.wireObject ?? [:], lastUse: 0, isComplete: false, isActive: false)
-                state.nextTrackedID += 1
+        let now = (Date().timeIntervalSince1970 * 1000).rounded()
+        enqueue("tracking a query") { [self] store in
+            let saved = state.withLock { state -> TrackedQuery? in
+                var entry: TrackedQuery
+                if let existing = state.tracked[key] {
+                    entry = existing
+                } else {
+                    guard create else { return nil }
+                    entry = TrackedQuery(
+                        id: state.nextTrackedID, path: tracked.path, queryIdentifier: tracked.params.queryIdentifier,
+                        params: tracked.params.wireObject ?? [:], lastUse: 0, isComplete: false, isActive: false)
+                    state.nextTrackedID += 1
+                }
+                change(&entry)
+                entry.lastUse = now
+                state.tracked[key] = entry
+                return entry
             }
-            change(&entry)
-            entry.lastUse = (Date().timeIntervalSince1970 * 1000).rounded()
-            state.tracked[key] = entry
-            return entry
+            if let saved { try store.saveTrackedQuery(saved) }
         }
-        if let saved { enqueue("tracking a query") { try $0.saveTrackedQuery(saved) } }
     }
 
     /// A query that loads all data at its path is tracked as the default query there.
@@ -351,24 +376,27 @@ final class PersistenceManager: Sendable {
     func removeWrite(id: Int, acknowledged: [Path: Node]) {
         enqueue("removing a write") { try $0.removeWrite(id: id) }
         guard !acknowledged.isEmpty else { return }
-        let updates = state.withLock { state -> [Path: Node] in
-            var updates: [Path: Node] = [:]
-            for (path, node) in acknowledged {
-                let above = Self.trackedQueries(atOrAbove: path, in: state.tracked)
-                if above.contains(where: { $0.isActive && $0.isComplete && $0.queryIdentifier == Self.defaultID }) {
-                    continue
+        enqueue("caching an acknowledged write") { [self] store in
+            let updates = state.withLock { state -> [Path: Node] in
+                var updates: [Path: Node] = [:]
+                for (path, node) in acknowledged {
+                    let above = Self.trackedQueries(atOrAbove: path, in: state.tracked)
+                    if above.contains(where: { $0.isActive && $0.isComplete && $0.queryIdentifier == Self.defaultID }) {
+                        continue
+                    }
+                    if !above.isEmpty {
+                        updates[path] = node
+                        continue
+                    }
+                    for query in state.tracked.values where path.contains(query.path) {
+                        updates[query.path] = node.child(at: Path.relative(from: path, to: query.path))
+                    }
                 }
-                if !above.isEmpty {
-                    updates[path] = node
-                    continue
-                }
-                for query in state.tracked.values where path.contains(query.path) {
-                    updates[query.path] = node.child(at: Path.relative(from: path, to: query.path))
-                }
+                return updates
             }
-            return updates
+            for (path, node) in updates { try store.overwriteServerCache(node, at: path) }
         }
-        for (path, node) in updates { serverOverwrite(node, at: path) }
+        serverUpdated()
     }
 
     private static let defaultID = QueryParams.default.queryIdentifier

@@ -56,6 +56,13 @@ public protocol ClientStore: Sendable {
     /// Every tracked query.
     func trackedQueries() throws(StoreError) -> [TrackedQuery]
 
+    /// The tracked queries at `location` and above it (an indexed lookup: what a new listener
+    /// needs before every tracked query is loaded).
+    func trackedQueries(atOrAbove location: Path) throws(StoreError) -> [TrackedQuery]
+
+    /// The tracked queries one level below `location`.
+    func trackedQueries(childrenOf location: Path) throws(StoreError) -> [TrackedQuery]
+
     /// Inserts or replaces the tracked query with `query.id`.
     func saveTrackedQuery(_ query: TrackedQuery) throws(StoreError)
 

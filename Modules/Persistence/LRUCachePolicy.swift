@@ -68,13 +68,33 @@ public struct EvictionPlan: Sendable, Equatable {
     /// The locations whose data goes, each with the kept locations below it: an evicted query's
     /// location unless a kept one or another evicted one is at or above it.
     public var prunes: [(path: Path, keeping: [Path])] {
-        let paths = Set(evicted.map(\.path)).sorted { $0.count < $1.count }
-        var chosen: [Path] = []
-        for path in paths
-        where !chosen.contains(where: { $0.contains(path) }) && !kept.contains(where: { $0.contains(path) }) {
-            chosen.append(path)
+        let keptSet = Set(kept)
+        let evictedSet = Set(evicted.map(\.path))
+        func hasAncestor(of path: Path, in set: Set<Path>) -> Bool {
+            var current: Path? = path
+            while let location = current {
+                if set.contains(location) { return true }
+                current = location.parent
+            }
+            return false
         }
-        return chosen.map { path in (path, kept.filter { path.contains($0) }) }
+        let chosen = evictedSet.filter { path in
+            !hasAncestor(of: path, in: keptSet) && !(path.parent.map { hasAncestor(of: $0, in: evictedSet) } ?? false)
+        }
+        // Each kept location below a chosen one, found by walking up from it: linear in the kept
+        // locations and their depth, not in their number times the evicted ones.
+        var keeping: [Path: [Path]] = [:]
+        for path in keptSet {
+            var current: Path? = path
+            while let location = current {
+                if chosen.contains(location) {
+                    keeping[location, default: []].append(path)
+                    break
+                }
+                current = location.parent
+            }
+        }
+        return chosen.sorted().map { path in (path, keeping[path, default: []].sorted()) }
     }
 }
 

@@ -51,6 +51,19 @@ extension SQLiteClientStore {
                         apply_locally INTEGER NOT NULL, put_write_id INTEGER, put_value TEXT, put_hash TEXT);
                     """)
         }
+        // `v3`: `server_cache` gets a rowid, with `path` in a unique index: in a `WITHOUT ROWID`
+        // table a large row sits in the primary key's b-tree, so every lookup that passes it reads
+        // it whole; in the index only the paths are.
+        migrator.registerMigration("v3") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE server_cache_v3 (
+                        id INTEGER PRIMARY KEY NOT NULL, path TEXT NOT NULL UNIQUE, value TEXT NOT NULL);
+                    INSERT INTO server_cache_v3 (path, value) SELECT path, value FROM server_cache ORDER BY path;
+                    DROP TABLE server_cache;
+                    ALTER TABLE server_cache_v3 RENAME TO server_cache;
+                    """)
+        }
         return migrator
     }
 }

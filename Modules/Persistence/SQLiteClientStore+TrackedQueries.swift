@@ -1,24 +1,59 @@
 import GRDB
-import Tree
+public import Tree
 
 extension SQLiteClientStore {
     public func trackedQueries() throws(StoreError) -> [TrackedQuery] {
+        try trackedQueries(where: "1", [])
+    }
+
+    public func trackedQueries(atOrAbove location: Path) throws(StoreError) -> [TrackedQuery] {
+        var paths = [location.wireString]
+        var current = location
+        while let parent = current.parent {
+            paths.append(parent.wireString)
+            current = parent
+        }
+        let placeholders = Array(repeating: "?", count: paths.count).joined(separator: ", ")
+        return try trackedQueries(where: "path IN (\(placeholders))", StatementArguments(paths))
+    }
+
+    public func trackedQueries(childrenOf location: Path) throws(StoreError) -> [TrackedQuery] {
+        if location.isEmpty { return try trackedQueries(where: "path != '' AND instr(path, '/') = 0", []) }
+        let prefix = location.wireString + "/"
+        return try trackedQueries(
+            where: "path >= ? AND path < ? AND instr(substr(path, ?), '/') = 0",
+            [prefix, location.wireString + "0", prefix.utf8.count + 1])
+    }
+
+    /// The tracked queries matching an SQL condition, columns read by index (this runs at start-up).
+    private func trackedQueries(
+        where condition: String, _ arguments: StatementArguments
+    ) throws(StoreError) -> [TrackedQuery] {
         let rows = try read("reading tracked queries") { db in
             try Row.fetchAll(
                 db,
-                sql: "SELECT id, path, query_id, params, last_use, complete, active FROM tracked_queries ORDER BY id")
+                sql: """
+                    SELECT id, path, query_id, params, last_use, complete, active FROM tracked_queries
+                    WHERE \(condition) ORDER BY id
+                    """,
+                arguments: arguments)
         }
-        return try rows.map { row throws(StoreError) in
-            let id: Int = row["id"]
+        var queries: [TrackedQuery] = []
+        queries.reserveCapacity(rows.count)
+        for row in rows {
+            let id: Int = row[0]
+            let paramsText: String = row[3]
             do {
-                return TrackedQuery(
-                    id: id, path: try Path(validating: row["path"] as String), queryIdentifier: row["query_id"],
-                    params: try JSONValue(parsing: row["params"] as String), lastUse: row["last_use"],
-                    isComplete: row["complete"], isActive: row["active"])
+                queries.append(
+                    TrackedQuery(
+                        id: id, path: try Path(validating: row[1] as String), queryIdentifier: row[2],
+                        params: paramsText == "{}" ? [:] : try JSONValue(parsing: paramsText), lastUse: row[4],
+                        isComplete: row[5], isActive: row[6]))
             } catch {
                 throw .corruptData(file: path, row: "tracked_queries/\(id)", reason: "\(error)")
             }
         }
+        return queries
     }
 
     public func saveTrackedQuery(_ query: TrackedQuery) throws(StoreError) {

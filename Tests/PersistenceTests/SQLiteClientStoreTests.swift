@@ -133,6 +133,47 @@ struct SQLiteClientStoreTests {
         }
     }
 
+    /// A file written by an earlier version is brought up to date and keeps its data.
+    @Test func aFileOfAnEarlierFormatIsMigratedWithItsData() async throws {
+        try await withStoreFile { file in
+            do {
+                try FileManager.default.createDirectory(
+                    at: URL(fileURLWithPath: file).deletingLastPathComponent(), withIntermediateDirectories: true)
+                let queue = try DatabaseQueue(path: file)
+                try SQLiteClientStore.migrator.migrate(queue, upTo: "v2")
+                try await queue.write { db in
+                    try db.execute(
+                        sql: "INSERT INTO server_cache (path, value) VALUES ('/rooms/', '{\"r1\":{\"t\":\"a\"}}')")
+                    try db.execute(sql: "INSERT INTO server_cache (path, value) VALUES ('/rooms/r1/t/', '\"b\"')")
+                }
+            }
+            let store = try SQLiteClientStore(path: file)
+            #expect(try store.serverCache(at: "rooms") == Node(json: ["r1": ["t": "b"]]))
+            try store.overwriteServerCache(Node(json: "c"), at: "rooms/r2")
+            #expect(try store.serverCache(at: "rooms/r2") == Node(json: "c"))
+        }
+    }
+
+    /// What a new listener reads before every tracked query is loaded: the queries at and above its
+    /// location and one level below it, found through the index.
+    @Test func trackedQueriesAtAboveAndJustBelowALocation() async throws {
+        try await withStoreFile { file in
+            let store = try SQLiteClientStore(path: file)
+            let paths: [Path] = ["", "a", "a/b", "a/b/c", "a/b/c/d", "a/bc", "a/b-c", "x"]
+            for (id, path) in paths.enumerated() {
+                try store.saveTrackedQuery(
+                    TrackedQuery(
+                        id: id, path: path, queryIdentifier: "default", params: [:], lastUse: 0, isComplete: true,
+                        isActive: false))
+            }
+            #expect(try Set(store.trackedQueries(atOrAbove: "a/b/c").map(\.path)) == ["", "a", "a/b", "a/b/c"])
+            #expect(try Set(store.trackedQueries(atOrAbove: .root).map(\.path)) == [""])
+            #expect(try Set(store.trackedQueries(childrenOf: "a/b").map(\.path)) == ["a/b/c"])
+            #expect(try Set(store.trackedQueries(childrenOf: "a").map(\.path)) == ["a/b", "a/bc", "a/b-c"])
+            #expect(try Set(store.trackedQueries(childrenOf: .root).map(\.path)) == ["a", "x"])
+        }
+    }
+
     @Test func writesSurviveAReopenInIdOrderAndCountTowardTheSize() async throws {
         try await withStoreFile { file in
             do {
