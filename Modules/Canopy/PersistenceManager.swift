@@ -17,12 +17,8 @@ import Tree
 final class PersistenceManager: Sendable {
     private struct State {
         var store: (any ClientStore)?
-        /// Tracked queries by ``key(_:)``.
-        var tracked: [String: TrackedQuery] = [:]
-        var nextTrackedID = 0
-        /// Whether `tracked` holds every tracked query (loaded on the queue after start-up, so the
-        /// first listener does not wait for it).
-        var loaded = false
+        /// The next tracked query's id, once one was made in this run (read from the store then).
+        var nextTrackedID: Int?
         var serverUpdatesSinceCheck = 0
     }
 
@@ -35,19 +31,9 @@ final class PersistenceManager: Sendable {
         self.logger = logger
         self.cachePolicy = cachePolicy
         state = Mutex(State(store: store))
-        // First on the queue: everything that changes tracked queries runs after it.
-        enqueue("reading the tracked queries") { [self] store in
-            let queries = try store.trackedQueries()
-            state.withLock { state in
-                for var query in queries {
-                    // Nothing listens yet in this run (the store learns at the query's next change).
-                    query.isActive = false
-                    state.tracked[Self.key(path: query.path, identifier: query.queryIdentifier)] = query
-                    state.nextTrackedID = max(state.nextTrackedID, query.id + 1)
-                }
-                state.loaded = true
-            }
-        }
+        // Tracked queries stay in the store, looked up through its indexes as they are needed: a
+        // start-up reads none of them. First on the queue: nothing listens yet in this run.
+        enqueue("marking tracked queries inactive") { try $0.deactivateTrackedQueries() }
     }
 
     /// The store's folder-level default: the application-support folder on Apple platforms,
@@ -142,21 +128,19 @@ final class PersistenceManager: Sendable {
     /// What the device holds for `query`: complete when the server confirmed this query (or a
     /// complete query above it) before; otherwise the children other complete queries hold.
     func serverCache(for query: QuerySpec) -> (node: Node, complete: Bool) {
-        // Until every tracked query is loaded, those that matter here are looked up in the store.
-        let loaded = state.withLock { state in state.loaded ? state.tracked : nil }
+        // The tracked queries that matter here: at and above the query's location, and just below.
         guard
-            let tracked = loaded
-                ?? readNow(
-                    "reading the tracked queries at /\(query.path.wireString)",
-                    { store in
-                        var nearby: [String: TrackedQuery] = [:]
-                        for found in try store.trackedQueries(atOrAbove: query.path)
-                            + store.trackedQueries(childrenOf: query.path)
-                        {
-                            nearby[Self.key(path: found.path, identifier: found.queryIdentifier)] = found
-                        }
-                        return nearby
-                    })
+            let tracked = readNow(
+                "reading the tracked queries at /\(query.path.wireString)",
+                { store in
+                    var nearby: [String: TrackedQuery] = [:]
+                    for found in try store.trackedQueries(atOrAbove: query.path)
+                        + store.trackedQueries(childrenOf: query.path)
+                    {
+                        nearby[Self.key(path: found.path, identifier: found.queryIdentifier)] = found
+                    }
+                    return nearby
+                })
         else { return (.empty, false) }
         let (complete, keysQueryID, knownChildren): (Bool, Int?, (ids: [Int], children: Set<String>)?) = {
             let entry = tracked[Self.key(query)]
@@ -200,8 +184,8 @@ final class PersistenceManager: Sendable {
     /// A push for the filtered `query`: merged into the cache (the query holds only some children),
     /// and the children it holds recorded.
     func serverUpdate(for query: QuerySpec, _ children: [Path: Node], at path: Path, replacesWindow: Bool) {
-        enqueue("caching a query's data") { [self] store in
-            guard let id = state.withLock({ $0.tracked[Self.key(query)]?.id }) else { return }
+        enqueue("caching a query's data") { store in
+            guard let id = try Self.tracked(query, in: store)?.id else { return }
             try store.mergeServerCache(children, at: path)
             var keys = replacesWindow ? [] : try store.trackedKeys(queryID: id)
             for (relative, node) in children {
@@ -232,15 +216,10 @@ final class PersistenceManager: Sendable {
     /// is left to evict. Runs on the queue.
     private func evictIfOver(_ store: any ClientStore) throws {
         while true {
-            let plan = state.withLock { state -> EvictionPlan? in
-                guard cachePolicy.isOver(store.size, trackedQueries: state.tracked.count) else { return nil }
-                let plan = cachePolicy.plan(evictingFrom: state.tracked.values)
-                for query in plan.evicted {
-                    state.tracked[Self.key(path: query.path, identifier: query.queryIdentifier)] = nil
-                }
-                return plan
-            }
-            guard let plan, !plan.isEmpty else { return }
+            let queries = try store.trackedQueries()
+            guard cachePolicy.isOver(store.size, trackedQueries: queries.count) else { return }
+            let plan = cachePolicy.plan(evictingFrom: queries)
+            guard !plan.isEmpty else { return }
             let before = store.size
             try store.evict(plan)
             logger.debug(
@@ -273,40 +252,45 @@ final class PersistenceManager: Sendable {
         guard !query.params.loadsAllData, let window else { return }
         let keys = Set(window.children.map { $0.key.string })
         let children = Dictionary(uniqueKeysWithValues: window.children.map { (Path($0.key.string), $0.value) })
-        enqueue("caching a query's data") { [self] store in
-            guard let id = state.withLock({ $0.tracked[Self.key(query)]?.id }) else { return }
+        enqueue("caching a query's data") { store in
+            guard let id = try Self.tracked(query, in: store)?.id else { return }
             try store.mergeServerCache(children, at: query.path)
             try store.setTrackedKeys(keys, queryID: id)
         }
     }
 
-    /// Changes the tracked query for `query` (creating it if asked), on the queue: after the
-    /// tracked queries are loaded, in order with the other changes.
+    /// Changes the tracked query for `query` (creating it if asked), on the queue, in order with
+    /// the other changes.
     private func update(
         _ query: QuerySpec, create: Bool, _ change: @escaping @Sendable (inout TrackedQuery) -> Void
     ) {
         let tracked = Self.trackedQuery(query)
-        let key = Self.key(tracked)
         let now = (Date().timeIntervalSince1970 * 1000).rounded()
         enqueue("tracking a query") { [self] store in
-            let saved = state.withLock { state -> TrackedQuery? in
-                var entry: TrackedQuery
-                if let existing = state.tracked[key] {
-                    entry = existing
-                } else {
-                    guard create else { return nil }
-                    entry = TrackedQuery(
-                        id: state.nextTrackedID, path: tracked.path, queryIdentifier: tracked.params.queryIdentifier,
-                        params: tracked.params.wireObject ?? [:], lastUse: 0, isComplete: false, isActive: false)
-                    state.nextTrackedID += 1
+            var entry: TrackedQuery
+            if let existing = try Self.tracked(tracked, in: store) {
+                entry = existing
+            } else {
+                guard create else { return }
+                let id = try state.withLock { state throws in
+                    let id = try state.nextTrackedID ?? store.nextTrackedQueryID()
+                    state.nextTrackedID = id + 1
+                    return id
                 }
-                change(&entry)
-                entry.lastUse = now
-                state.tracked[key] = entry
-                return entry
+                entry = TrackedQuery(
+                    id: id, path: tracked.path, queryIdentifier: tracked.params.queryIdentifier,
+                    params: tracked.params.wireObject ?? [:], lastUse: 0, isComplete: false, isActive: false)
             }
-            if let saved { try store.saveTrackedQuery(saved) }
+            change(&entry)
+            entry.lastUse = now
+            try store.saveTrackedQuery(entry)
         }
+    }
+
+    /// The stored tracked query for `query`.
+    private static func tracked(_ query: QuerySpec, in store: any ClientStore) throws -> TrackedQuery? {
+        let tracked = trackedQuery(query)
+        return try store.trackedQuery(at: tracked.path, queryIdentifier: tracked.params.queryIdentifier)
     }
 
     /// A query that loads all data at its path is tracked as the default query there.
@@ -376,40 +360,26 @@ final class PersistenceManager: Sendable {
     func removeWrite(id: Int, acknowledged: [Path: Node]) {
         enqueue("removing a write") { try $0.removeWrite(id: id) }
         guard !acknowledged.isEmpty else { return }
-        enqueue("caching an acknowledged write") { [self] store in
-            let updates = state.withLock { state -> [Path: Node] in
-                var updates: [Path: Node] = [:]
-                for (path, node) in acknowledged {
-                    let above = Self.trackedQueries(atOrAbove: path, in: state.tracked)
-                    if above.contains(where: { $0.isActive && $0.isComplete && $0.queryIdentifier == Self.defaultID }) {
-                        continue
-                    }
-                    if !above.isEmpty {
-                        updates[path] = node
-                        continue
-                    }
-                    for query in state.tracked.values where path.contains(query.path) {
-                        updates[query.path] = node.child(at: Path.relative(from: path, to: query.path))
-                    }
+        enqueue("caching an acknowledged write") { store in
+            for (path, node) in acknowledged {
+                let above = try store.trackedQueries(atOrAbove: path)
+                if above.contains(where: { $0.isActive && $0.isComplete && $0.queryIdentifier == Self.defaultID }) {
+                    continue
                 }
-                return updates
+                if !above.isEmpty {
+                    try store.overwriteServerCache(node, at: path)
+                    continue
+                }
+                for query in try store.trackedQueries(below: path) {
+                    try store.overwriteServerCache(
+                        node.child(at: Path.relative(from: path, to: query.path)), at: query.path)
+                }
             }
-            for (path, node) in updates { try store.overwriteServerCache(node, at: path) }
         }
         serverUpdated()
     }
 
     private static let defaultID = QueryParams.default.queryIdentifier
-
-    private static func trackedQueries(atOrAbove path: Path, in tracked: [String: TrackedQuery]) -> [TrackedQuery] {
-        var found: [TrackedQuery] = []
-        var current: Path? = path
-        while let location = current {
-            found += tracked.values.filter { $0.path == location }
-            current = location.parent
-        }
-        return found
-    }
 
     func removeAllWrites() { enqueue("removing the writes") { try $0.removeAllWrites() } }
 

@@ -63,6 +63,19 @@ public protocol ClientStore: Sendable {
     /// The tracked queries one level below `location`.
     func trackedQueries(childrenOf location: Path) throws(StoreError) -> [TrackedQuery]
 
+    /// The tracked queries strictly below `location`.
+    func trackedQueries(below location: Path) throws(StoreError) -> [TrackedQuery]
+
+    /// The tracked query for `queryIdentifier` at `location`, if any.
+    func trackedQuery(at location: Path, queryIdentifier: String) throws(StoreError) -> TrackedQuery?
+
+    /// An id no tracked query has.
+    func nextTrackedQueryID() throws(StoreError) -> Int
+
+    /// Marks every tracked query inactive (at start-up: nothing listens yet). Costs the queries
+    /// that were active.
+    func deactivateTrackedQueries() throws(StoreError)
+
     /// Inserts or replaces the tracked query with `query.id`.
     func saveTrackedQuery(_ query: TrackedQuery) throws(StoreError)
 

@@ -25,6 +25,29 @@ extension SQLiteClientStore {
             [prefix, location.wireString + "0", prefix.utf8.count + 1])
     }
 
+    public func trackedQueries(below location: Path) throws(StoreError) -> [TrackedQuery] {
+        if location.isEmpty { return try trackedQueries(where: "path != ''", []) }
+        return try trackedQueries(
+            where: "path >= ? AND path < ?", [location.wireString + "/", location.wireString + "0"])
+    }
+
+    public func trackedQuery(at location: Path, queryIdentifier: String) throws(StoreError) -> TrackedQuery? {
+        try trackedQueries(where: "path = ? AND query_id = ?", [location.wireString, queryIdentifier]).first
+    }
+
+    public func nextTrackedQueryID() throws(StoreError) -> Int {
+        try read("reading the tracked query ids") { db in
+            try Int.fetchOne(db, sql: "SELECT COALESCE(MAX(id) + 1, 0) FROM tracked_queries") ?? 0
+        }
+    }
+
+    public func deactivateTrackedQueries() throws(StoreError) {
+        try write("marking tracked queries inactive") { db in
+            try db.execute(sql: "UPDATE tracked_queries SET active = 0 WHERE active = 1")
+            return ClientStoreSize(serverCache: 0, pendingWrites: 0)
+        }
+    }
+
     /// The tracked queries matching an SQL condition, columns read by index (this runs at start-up).
     private func trackedQueries(
         where condition: String, _ arguments: StatementArguments

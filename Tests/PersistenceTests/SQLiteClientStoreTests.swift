@@ -171,6 +171,15 @@ struct SQLiteClientStoreTests {
             #expect(try Set(store.trackedQueries(childrenOf: "a/b").map(\.path)) == ["a/b/c"])
             #expect(try Set(store.trackedQueries(childrenOf: "a").map(\.path)) == ["a/b", "a/bc", "a/b-c"])
             #expect(try Set(store.trackedQueries(childrenOf: .root).map(\.path)) == ["a", "x"])
+            #expect(try Set(store.trackedQueries(below: "a/b").map(\.path)) == ["a/b/c", "a/b/c/d"])
+            #expect(try store.trackedQuery(at: "a/bc", queryIdentifier: "default")?.id == 5)
+            #expect(try store.trackedQuery(at: "a/bc", queryIdentifier: "other") == nil)
+            #expect(try store.nextTrackedQueryID() == paths.count)
+            var active = try #require(try store.trackedQuery(at: "x", queryIdentifier: "default"))
+            active.isActive = true
+            try store.saveTrackedQuery(active)
+            try store.deactivateTrackedQueries()
+            #expect(try store.trackedQueries().allSatisfy { !$0.isActive })
         }
     }
 
