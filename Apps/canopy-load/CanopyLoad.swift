@@ -15,7 +15,28 @@ struct CanopyLoad: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "canopy-load",
         abstract: "Load generator for canopy-server.",
-        subcommands: [Writes.self, Fanout.self, Idle.self, Baseline.self, Window.self])
+        discussion: """
+            Every connection is a file descriptor: at start the tool raises its soft open-file limit \
+            (RLIMIT_NOFILE) to the hard limit, which the servers it starts inherit, so that 10,000 \
+            connections work where the hard limit allows them (`ulimit -Hn`). It connects only to the \
+            addresses it is given (--server, --redis) and to the servers it starts on 127.0.0.1.
+            """,
+        subcommands: [Writes.self, Fanout.self, Storm.self, Idle.self, Baseline.self, Window.self])
+
+    /// Raises the open-file limit, then parses and runs the command as ArgumentParser's own `main` does.
+    static func main() async {
+        FileLimit.raiseToHardLimit()
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
 }
 
 struct ServerOptions: ParsableArguments {
@@ -111,16 +132,26 @@ enum Requests {
     }
 }
 
-/// Opens `count` connections, at most `concurrency` handshakes at a time.
+/// Opens `count` realtime connections, at most `concurrency` handshakes at a time.
 func connectAll(
     _ count: Int, options: ServerOptions, concurrency: Int = 64,
     makeSession: @escaping @Sendable (Int) -> any LoadSession
 ) async throws -> [LoadConnection] {
-    try await withThrowingTaskGroup(of: LoadConnection.self) { group in
-        var connections: [LoadConnection] = []
+    try await connectAll(count, concurrency: concurrency) { index in
+        try await options.connect { makeSession(index) }
+    }
+}
+
+/// Opens `count` connections with `connect`, at most `concurrency` at a time.
+func connectAll<Connection: Sendable>(
+    _ count: Int, concurrency: Int = 64, _ connect: @escaping @Sendable (Int) async throws -> Connection
+) async throws -> [Connection] {
+    try await withThrowingTaskGroup(of: Connection.self) { group in
+        var connections: [Connection] = []
+        connections.reserveCapacity(count)
         for index in 0..<count {
             if index >= concurrency, let connection = try await group.next() { connections.append(connection) }
-            group.addTask { try await options.connect { makeSession(index) } }
+            group.addTask { try await connect(index) }
         }
         for try await connection in group { connections.append(connection) }
         return connections
@@ -285,109 +316,6 @@ final class WriterSession: LoadSession {
         guard !state.finished else { return }
         state.finished = true
         tally.finishClosedEarly(with: state.histogram)
-    }
-}
-
-/// Events per second fanned out from writers to many listeners, with write-to-event latency.
-struct Fanout: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Events/s fanned out to many listeners, with latency percentiles.",
-        discussion: """
-            Every listener listens to `fan/topic`; one writer connection sets it `--rate` times a \
-            second to a value carrying its send time, and each listener records the time from that \
-            send to the event's arrival.
-            """)
-
-    @OptionGroup var options: ServerOptions
-    @Option(help: "Listener connections (all on one location).") var listeners = 1000
-    @Option(help: "Writes per second (one writer connection).") var rate = 200
-    @Option(help: "Seconds to write.") var duration: Double = 10
-
-    func validate() throws {
-        guard listeners > 0, rate > 0 else { throw ValidationError("--listeners and --rate must be positive") }
-        guard Double(rate) * duration >= 1 else {
-            throw ValidationError("--rate × --duration must be at least one write")
-        }
-        _ = try options.endpoint()
-    }
-
-    func run() async throws {
-        let tally = Tally()
-        let (listeners, rate) = (listeners, rate)
-        let topic = "fan/topic"
-        let expected = Int(Double(rate) * duration)
-        report("fanout: \(listeners) listeners, \(rate) writes/s for \(duration) s against \(options.server)")
-        let writer = try await options.connect { IgnoringSession() }
-        let open = try await connectAll(listeners, options: options) { _ in
-            ListenerSession(topic: topic, expected: expected, tally: tally)
-        }
-        while tally.ready.load(ordering: .relaxed) < listeners {
-            if tally.closedEarly.load(ordering: .relaxed) > 0 {
-                throw ValidationError("listener connections closed before their listen was answered")
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        report("all \(listeners) listeners ready; writing")
-        let started = monotonicNanoseconds()
-        let interval = 1e9 / Double(rate)
-        for number in 0..<expected {
-            // Every listener is gone (closed early): nothing left to measure.
-            if tally.sessionsDone.load(ordering: .relaxed) == listeners { break }
-            let due = started + UInt64(Double(number) * interval)
-            let now = monotonicNanoseconds()
-            if due > now { try await Task.sleep(for: .nanoseconds(Int(due - now))) }
-            writer.send(Requests.put(number + 1, path: topic, json: #""sent:"# + String(monotonicNanoseconds()) + "\""))
-        }
-        await tally.waitForSessions(listeners)
-        let elapsed = Double(monotonicNanoseconds() - started) / 1e9
-        let total = tally.count.load(ordering: .relaxed)
-        report(
-            String(
-                format: "events received: %d (expected %d) in %.2f s = %.0f events/s", total, expected * listeners,
-                elapsed, Double(total) / elapsed))
-        report(describe(tally.histogram, "write-to-event latency"))
-        writer.close()
-        for connection in open { connection.close() }
-    }
-}
-
-/// One listener: listens to the topic, then records the latency of every event until `expected`.
-final class ListenerSession: LoadSession {
-    private let topic: String
-    private let expected: Int
-    private let tally: Tally
-    private var histogram = makeHistogram()
-    private var ready = false
-    private var count = 0
-
-    init(topic: String, expected: Int, tally: Tally) {
-        self.topic = topic
-        self.expected = expected
-        self.tally = tally
-    }
-
-    func received(_ message: String, output: inout LoadOutput) {
-        if !ready {
-            if MessageText.isHello(message) {
-                output.send(Requests.listen(1, path: topic))
-            } else if MessageText.responseNumber(message) == 1 {
-                ready = true
-                tally.ready.add(1, ordering: .relaxed)
-            }
-            return
-        }
-        guard count < expected, let sent = MessageText.integer(after: "sent:", in: message) else { return }
-        _ = histogram.record(monotonicNanoseconds() &- sent)
-        count += 1
-        tally.count.add(1, ordering: .relaxed)
-        if count == expected { tally.finish(with: histogram) }
-    }
-
-    func closed() {
-        if count < expected {
-            count = expected
-            tally.finishClosedEarly(with: histogram)
-        }
     }
 }
 

@@ -31,87 +31,158 @@ final class LoadConnection: Sendable {
     private init(channel: any Channel) { self.channel = channel }
 
     /// Connects to `ws://host:port/uri` and hands every message to the session made by `makeSession`.
+    ///
+    /// The upgrade is done by hand (``UpgradeHandler``): NIO's HTTP client upgrade builds and then
+    /// removes an HTTP codec per connection, which cost the load generator about as much CPU per
+    /// reconnect as the server spent, and a storm of 10,000 reconnects would measure the tool.
     static func connect(
-        host: String, port: Int, uri: String, group: any EventLoopGroup,
+        host: String, port: Int, uri: String, group: any EventLoopGroup, connectTimeout: TimeAmount = .seconds(10),
         makeSession: @escaping @Sendable () -> any LoadSession
     ) async throws -> LoadConnection {
-        let upgraded = try await ClientBootstrap(group: group)
+        let bootstrap = ClientBootstrap(group: group)
+            .connectTimeout(connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .connect(host: host, port: port) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let upgrader = NIOTypedWebSocketClientUpgrader<Bool>(
-                        maxFrameSize: 1 << 24,
-                        upgradePipelineHandler: { channel, _ in
-                            channel.eventLoop.makeCompletedFuture {
-                                try channel.pipeline.syncOperations.addHandler(
-                                    NIOWebSocketFrameAggregator(
-                                        minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1 << 16,
-                                        maxAccumulatedFrameSize: 1 << 24))
-                                let encoder = try channel.pipeline.syncOperations.context(
-                                    handlerType: WebSocketFrameEncoder.self)
-                                try channel.pipeline.syncOperations.addHandler(
-                                    LoadHandler(session: makeSession(), framedOutput: encoder))
-                                return true
-                            }
-                        })
-                    var headers = HTTPHeaders()
-                    headers.add(name: "Host", value: "\(host):\(port)")
-                    headers.add(name: "Content-Length", value: "0")
-                    let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: uri, headers: headers)
-                    let configuration = NIOTypedHTTPClientUpgradeConfiguration<Bool>(
-                        upgradeRequestHead: head, upgraders: [upgrader],
-                        notUpgradingCompletionHandler: { channel in channel.eventLoop.makeSucceededFuture(false) })
-                    var pipeline = NIOUpgradableHTTPClientPipelineConfiguration(upgradeConfiguration: configuration)
-                    // The server's hello can arrive in the same read as its 101 response: keep those bytes.
-                    pipeline.leftOverBytesStrategy = .forwardBytes
-                    let result = try channel.pipeline.syncOperations.configureUpgradableHTTPClientPipeline(
-                        configuration: pipeline)
-                    return result.map { ($0, channel) }
-                }
+        let request =
+            "GET \(uri) HTTP/1.1\r\nHost: \(host):\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Key: \(Self.randomKey())\r\nSec-WebSocket-Version: 13\r\nContent-Length: 0\r\n\r\n"
+        let initializer: @Sendable (any Channel) -> EventLoopFuture<UpgradeResult> = { channel in
+            channel.eventLoop.makeCompletedFuture {
+                let upgraded = channel.eventLoop.makePromise(of: Void.self)
+                try channel.pipeline.syncOperations.addHandlers([
+                    UpgradeHandler(request: request, upgraded: upgraded),
+                    ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: 1 << 24)),
+                    NIOWebSocketFrameAggregator(
+                        minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1 << 16, maxAccumulatedFrameSize: 1 << 24),
+                    LoadHandler(session: makeSession()),
+                ])
+                return upgraded.futureResult.map { channel }
             }
-        let (didUpgrade, channel) = try await upgraded.get()
-        guard didUpgrade else {
-            try? await channel.close()
+        }
+        // An IP address is connected to directly: resolving it (getaddrinfo on a thread, then Happy
+        // Eyeballs) cost more than the rest of a connection's setup.
+        let upgraded =
+            if let address = try? SocketAddress(ipAddress: host, port: port) {
+                try await bootstrap.connect(to: address, channelInitializer: initializer)
+            } else {
+                try await bootstrap.connect(host: host, port: port, channelInitializer: initializer)
+            }
+        do {
+            return LoadConnection(channel: try await upgraded.get())
+        } catch {
             throw LoadError.notUpgraded("ws://\(host):\(port)\(uri)")
         }
-        return LoadConnection(channel: channel)
+    }
+
+    /// The channel, once the server answered the upgrade with 101.
+    private typealias UpgradeResult = EventLoopFuture<any Channel>
+
+    /// A `Sec-WebSocket-Key`: 16 random bytes in base64.
+    private static func randomKey() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return Data((0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }).base64EncodedString()
     }
 
     /// Sends one message from outside the event loop.
     func send(_ text: String) {
         let channel = channel
         channel.eventLoop.execute {
-            // Framed like the sessions' messages, then written past NIO's frame encoder.
-            guard let encoder = try? channel.pipeline.syncOperations.context(handlerType: WebSocketFrameEncoder.self)
-            else { return }
             var masks = MaskGenerator()
-            let frames = MaskedFrames.encode([text], allocator: channel.allocator, masks: &masks)
-            encoder.writeAndFlush(NIOAny(frames), promise: nil)
+            channel.writeAndFlush(
+                MaskedFrames.encode([text], allocator: channel.allocator, masks: &masks), promise: nil)
         }
     }
 
     func close() { channel.close(promise: nil) }
-}
 
-enum LoadError: Error, CustomStringConvertible {
-    case notUpgraded(String)
-
-    var description: String {
-        switch self {
-        case .notUpgraded(let url): "\(url) did not accept the WebSocket upgrade"
+    /// Cuts the connection at once, as a dropped network path would: no WebSocket close handshake,
+    /// and a TCP reset (`SO_LINGER` 0) instead of an orderly close, so the server learns of it at once
+    /// and no socket of this side lingers in TIME_WAIT.
+    func abort() {
+        let channel = channel
+        guard let socket = channel as? any SocketOptionProvider else {
+            channel.close(promise: nil)
+            return
         }
+        socket.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil) }
     }
 }
 
-/// Joins frames into messages for the session, answers pings, writes what the session queued.
+/// The client's half of the WebSocket upgrade: writes the request once connected, waits for the
+/// end of the response's headers, checks for `101`, then passes every later byte on (the server's
+/// first frames may arrive in the same read as its headers).
+private final class UpgradeHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let request: String
+    private let upgraded: EventLoopPromise<Void>
+    private var response: ByteBuffer?
+    private var isUpgraded = false
+
+    init(request: String, upgraded: EventLoopPromise<Void>) {
+        self.request = request
+        self.upgraded = upgraded
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: request)), promise: nil)
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !isUpgraded else {
+            context.fireChannelRead(data)
+            return
+        }
+        var bytes = unwrapInboundIn(data)
+        response.setOrWriteBuffer(&bytes)
+        guard var response else { return }
+        let view = response.readableBytesView
+        guard let end = view.firstRange(of: [13, 10, 13, 10] as [UInt8]) else {
+            if response.readableBytes > 16384 { fail(context, "no end of headers in 16 KB") }
+            return
+        }
+        let statusLine = String(
+            decoding: view[view.startIndex..<(view.firstIndex(of: 13) ?? end.lowerBound)], as: UTF8.self)
+        guard statusLine.hasPrefix("HTTP/1.1 101") else {
+            fail(context, statusLine)
+            return
+        }
+        isUpgraded = true
+        response.moveReaderIndex(to: end.upperBound)
+        self.response = nil
+        upgraded.succeed(())
+        if response.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(response)) }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if !isUpgraded { upgraded.fail(LoadError.notUpgraded("the connection closed before the upgrade")) }
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard !isUpgraded else {
+            context.fireErrorCaught(error)
+            return
+        }
+        fail(context, "\(error)")
+    }
+
+    private func fail(_ context: ChannelHandlerContext, _ reason: String) {
+        isUpgraded = true
+        upgraded.fail(LoadError.notUpgraded(reason))
+        context.close(promise: nil)
+    }
+}
+
+/// Joins frames into messages for the session, answers pings, writes what the session queued
+/// (frames it encodes itself, ``MaskedFrames``, straight to the socket).
 private final class LoadHandler: ChannelInboundHandler {
     typealias InboundIn = WebSocketFrame
-    typealias OutboundOut = WebSocketFrame
+    typealias OutboundOut = ByteBuffer
 
     private let session: any LoadSession
-    /// The context of the pipeline's `WebSocketFrameEncoder`: writes made on it skip the encoder, so
-    /// frames this handler already encoded (``MaskedFrames``) go straight to the socket.
-    private let framedOutput: ChannelHandlerContext
     private var assembler = FrameAssembler()
     private var output = LoadOutput()
     private var writeScheduled = false
@@ -119,9 +190,8 @@ private final class LoadHandler: ChannelInboundHandler {
     /// asking the system for every frame's key costs more than the rest of the send.
     private var masks = MaskGenerator()
 
-    init(session: any LoadSession, framedOutput: ChannelHandlerContext) {
+    init(session: any LoadSession) {
         self.session = session
-        self.framedOutput = framedOutput
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -138,7 +208,9 @@ private final class LoadHandler: ChannelInboundHandler {
                 context.eventLoop.execute { bound.value.handler.writeOutput(context: bound.value.context) }
             }
         case .ping:
-            let pong = WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.unmaskedData)
+            var pong = context.channel.allocator.buffer(capacity: frame.length + 6)
+            MaskedFrames.append(
+                bytes: frame.unmaskedData, opcode: 0x8A, to: &pong, key: UInt32(truncatingIfNeeded: masks.next()))
             context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
         case .connectionClose:
             context.close(promise: nil)
@@ -156,8 +228,7 @@ private final class LoadHandler: ChannelInboundHandler {
         writeScheduled = false
         guard !output.messages.isEmpty || output.close else { return }
         let frames = MaskedFrames.encode(output.messages, allocator: context.channel.allocator, masks: &masks)
-        framedOutput.write(NIOAny(frames), promise: nil)
-        context.flush()
+        context.writeAndFlush(wrapOutboundOut(frames), promise: nil)
         output.messages.removeAll(keepingCapacity: true)
         if output.close { context.close(promise: nil) }
     }
@@ -191,8 +262,20 @@ enum MaskedFrames {
 
     /// Appends one final, masked text frame holding `text`.
     static func append(_ text: String, to output: inout ByteBuffer, key: UInt32) {
-        let length = text.utf8.count
-        output.writeInteger(UInt8(0x81))
+        var text = text
+        text.withUTF8 { append(UnsafeRawBufferPointer($0), opcode: 0x81, to: &output, key: key) }
+    }
+
+    /// Appends one final, masked frame with `opcode` (first byte, FIN bit included) holding `bytes`.
+    static func append(bytes: ByteBuffer, opcode: UInt8, to output: inout ByteBuffer, key: UInt32) {
+        bytes.withUnsafeReadableBytes { append($0, opcode: opcode, to: &output, key: key) }
+    }
+
+    private static func append(
+        _ payload: UnsafeRawBufferPointer, opcode: UInt8, to output: inout ByteBuffer, key: UInt32
+    ) {
+        let length = payload.count
+        output.writeInteger(opcode)
         switch length {
         case ..<126:
             output.writeInteger(UInt8(0x80 | length))
@@ -204,13 +287,10 @@ enum MaskedFrames {
             output.writeInteger(UInt64(length))
         }
         output.writeInteger(key)
-        var text = text
-        text.withUTF8 { utf8 in
-            _ = output.writeWithUnsafeMutableBytes(minimumWritableBytes: utf8.count) { target in
-                let bytes = withUnsafeBytes(of: key.bigEndian) { ($0[0], $0[1], $0[2], $0[3]) }
-                WebSocketMasking.apply(key: bytes, from: UnsafeRawBufferPointer(utf8), to: target)
-                return utf8.count
-            }
+        _ = output.writeWithUnsafeMutableBytes(minimumWritableBytes: length) { target in
+            let bytes = withUnsafeBytes(of: key.bigEndian) { ($0[0], $0[1], $0[2], $0[3]) }
+            WebSocketMasking.apply(key: bytes, from: payload, to: target)
+            return length
         }
     }
 }

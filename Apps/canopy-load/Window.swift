@@ -90,7 +90,7 @@ struct Window: AsyncParsableCommand {
     /// Writes random scores at the rate for the duration, then waits a second for the last events.
     private func drive(_ writer: LoadConnection, firstNumber: Int, tally: Tally) async throws -> Run {
         let before = tally.count.load(ordering: .relaxed)
-        let cpuBefore = Self.cpuSeconds()
+        let cpuBefore = ProcessCPU.ownSeconds()
         let started = monotonicNanoseconds()
         let count = Int(Double(rate) * duration)
         let interval = 1e9 / Double(rate)
@@ -107,20 +107,7 @@ struct Window: AsyncParsableCommand {
         let seconds = Double(monotonicNanoseconds() - started) / 1e9
         return Run(
             changes: tally.count.load(ordering: .relaxed) - before, seconds: seconds,
-            cpuSeconds: Self.cpuSeconds() - cpuBefore)
-    }
-
-    /// User and system CPU time this process has used.
-    static func cpuSeconds() -> Double {
-        var usage = rusage()
-        #if os(Linux)
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        #else
-        getrusage(RUSAGE_SELF, &usage)
-        #endif
-        let user = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
-        let system = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
-        return user + system
+            cpuSeconds: ProcessCPU.ownSeconds() - cpuBefore)
     }
 }
 

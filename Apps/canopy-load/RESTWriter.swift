@@ -1,0 +1,55 @@
+import AsyncHTTPClient
+import NIOCore
+import NIOHTTP1
+
+/// Writes through the server's REST API: the storm's seed data and its write after each cut.
+///
+/// Its connection attempts time out after 250 ms and are made again: during a storm the server's
+/// accept queue may be full, and waiting out the kernel's SYN retransmission (1 s, then 3 s) would
+/// delay the write after the cut, and so every client, by the tool's own doing.
+final class RESTWriter: Sendable {
+    let server: String
+    let namespace: String
+    private let client: HTTPClient
+
+    init(server: String, namespace: String) {
+        self.server = server
+        self.namespace = namespace
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout.connect = .milliseconds(250)
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    func shutdown() async {
+        try? await client.shutdown()
+    }
+
+    /// Puts `json` at `path` and waits for a 2xx answer; while the server cannot be reached (it is
+    /// restarting) or does not answer, tries again until `deadline` (monotonic nanoseconds).
+    func put(_ path: String, json: String, until deadline: UInt64) async throws {
+        let url = "http://\(server)/\(path).json?ns=\(namespace)&print=silent"
+        var request = HTTPClientRequest(url: url)
+        request.method = .PUT
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.body = .bytes(ByteBuffer(string: json))
+        while true {
+            let remaining = Int64(deadline) - Int64(monotonicNanoseconds())
+            do {
+                let response = try await client.execute(
+                    request, timeout: .nanoseconds(max(remaining, 1_000_000_000)))
+                guard (200..<300).contains(response.status.code) else {
+                    let body = String(buffer: try await response.body.collect(upTo: 1 << 16))
+                    throw LoadError.httpFailed(url: url, reason: "status \(response.status.code): \(body)")
+                }
+                return
+            } catch let error as LoadError {
+                throw error
+            } catch {
+                if Task.isCancelled || monotonicNanoseconds() >= deadline {
+                    throw LoadError.httpFailed(url: url, reason: "\(error)")
+                }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+        }
+    }
+}

@@ -1,0 +1,120 @@
+import ArgumentParser
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Options to let the tool start `canopy-server` itself, so that it can kill and restart it and
+/// read its CPU time.
+struct LaunchOptions: ParsableArguments {
+    @Flag(help: "Start canopy-server at --server's address as a child process (stopped at the end).")
+    var launch = false
+
+    @Option(help: "The canopy-server executable for --launch (default: beside canopy-load, then on PATH).")
+    var serverBinary: String?
+
+    @Option(help: "Data folder for --launch (default: a new temporary folder, removed at the end).")
+    var data: String?
+
+    @Flag(help: "With --launch, keep the data in memory (a restart then loses it).")
+    var inMemory = false
+
+    @Option(help: "Process id of a canopy-server not started by the tool, to read its CPU time from /proc.")
+    var serverPid: Int32?
+
+    /// Starts the server when `--launch` was given.
+    func start(at address: (host: String, port: Int), console: Console) async throws -> LaunchedServer? {
+        guard launch else { return nil }
+        let binary =
+            try serverBinary
+            ?? ChildProcess.locate("canopy-server", preferring: [ChildProcess.ownFolder].compactMap { $0 })
+        let folder: String
+        let temporary: Bool
+        if let data {
+            folder = data
+            temporary = false
+        } else {
+            folder =
+                FileManager.default.temporaryDirectory.appendingPathComponent(
+                    "canopy-load-\(ProcessInfo.processInfo.processIdentifier)"
+                ).path
+            temporary = true
+        }
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let server = LaunchedServer(
+            binary: binary, host: address.host, port: address.port, folder: folder, removeFolder: temporary,
+            inMemory: inMemory)
+        if await ChildProcess.accepts(host: address.host, port: address.port) {
+            throw LoadError.addressInUse("\(address.host):\(address.port)")
+        }
+        let seconds = try await server.start()
+        console.line(
+            String(
+                format: "started %@ (pid %d) at %@:%d in %.2f s, data %@", binary, server.pid, address.host,
+                address.port, seconds, inMemory ? "in memory" : folder))
+        return server
+    }
+}
+
+/// A `canopy-server` the tool started, which it can stop (SIGKILL or SIGTERM) and start again on the
+/// same port and data folder.
+final class LaunchedServer: Sendable {
+    let binary: String
+    let host: String
+    let port: Int
+    let folder: String
+    let removeFolder: Bool
+    let inMemory: Bool
+    private let current = Mutex<ChildProcess?>(nil)
+
+    init(binary: String, host: String, port: Int, folder: String, removeFolder: Bool, inMemory: Bool) {
+        self.binary = binary
+        self.host = host
+        self.port = port
+        self.folder = folder
+        self.removeFolder = removeFolder
+        self.inMemory = inMemory
+    }
+
+    var pid: Int32 { current.withLock { $0?.pid } ?? 0 }
+
+    /// CPU time of the running server process, in seconds.
+    var cpuSeconds: Double? { current.withLock { $0 }?.cpuSeconds }
+
+    var logPath: String { (folder as NSString).appendingPathComponent("canopy-server.log") }
+
+    /// Starts the process and waits until it accepts connections; returns how long that took.
+    @discardableResult
+    func start() async throws -> Double {
+        let started = monotonicNanoseconds()
+        // Info level logs the moment it listens (and nothing per connection): the start is timed
+        // by that line, since a probe connection could wait in an accept queue full of clients.
+        var arguments = ["--host", host, "--port", String(port), "--log-level", "info"]
+        arguments += inMemory ? ["--in-memory"] : ["--data", folder]
+        let child = try ChildProcess.launch("canopy-server", executable: binary, arguments: arguments, logPath: logPath)
+        current.withLock { $0 = child }
+        guard await child.waitForOutput("canopy-server listening", timeout: .seconds(60)) else {
+            await child.stop()
+            throw LoadError.serverDidNotStart(
+                name: "canopy-server", address: "\(host):\(port)", seconds: 60, log: logPath)
+        }
+        return Double(monotonicNanoseconds() - started) / 1e9
+    }
+
+    /// Stops the process with `signal` and waits until it is gone.
+    func stop(_ signal: Int32 = SIGKILL) async {
+        guard let child = current.withLock({ $0 }) else { return }
+        await child.stop(signal)
+        current.withLock { $0 = nil }
+    }
+
+    /// Stops the process and removes a temporary data folder.
+    func shutDown() async {
+        await stop(SIGTERM)
+        if removeFolder { try? FileManager.default.removeItem(atPath: folder) }
+    }
+}

@@ -1,0 +1,270 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Dispatch
+import Foundation
+import Histogram
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The reconnection storm: every client loses its connection at once and comes back.
+struct Storm: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Time for N clients to come back after all their connections drop at once.",
+        discussion: """
+            --clients connections each listen to two locations: their own (`storm/users/c<i>`, \
+            --payload bytes that never change) and one every client shares (`storm/shared`, a \
+            number). Then, per round, either every socket is cut at once (--cut: the tool aborts \
+            each connection with a TCP reset; the server keeps running), or the server is restarted \
+            (--restart kill|term: SIGKILL or SIGTERM, then started again on the same port and data \
+            folder; needs --launch). Right after the cut (after the restart: as soon as the server \
+            accepts connections) the tool sets `storm/shared` to the round's number over REST.
+
+            A client is back when it is connected again, both its listens are answered on the new \
+            connection and it holds the round's number at `storm/shared`. The tool reports the \
+            percentiles over clients of the time from the cut to being back, the time of the last \
+            one, how many clients were sent their own (unchanged) data again, and the server's CPU \
+            time for the round divided by the clients (from /proc, when the tool started the server \
+            or was given --server-pid).
+
+            The clients are raw realtime connections replaying what the Canopy SDK does on \
+            reconnect: the SDK's own ReconnectBackoff (1 s, ×1.3 per failure up to 30 s, jittered to \
+            0.3·d + 0.7·d·random; reset at each cut as for apps connected for over 30 s), `ls=` with \
+            the last session id, the stats request, then each listen with the hash of the data held \
+            (Node.hash, as the SDK's sync tree computes it). They cost this process a fraction of what \
+            SDK instances would, so the figures are the server's. With --sdk (and --restart) the \
+            clients are real SDK Database instances instead, each with its own connection; they are \
+            back when the write reaches them (the SDK does not show when a listen is answered).
+            """)
+
+    enum RestartSignal: String, ExpressibleByArgument, CaseIterable {
+        case kill
+        case term
+
+        var number: Int32 { self == .kill ? SIGKILL : SIGTERM }
+    }
+
+    @OptionGroup var options: ServerOptions
+    @OptionGroup var launchOptions: LaunchOptions
+    @Option(help: "Clients (connections), each with two listens.") var clients = 1000
+    @Flag(help: "Cut every client's socket at once; the server keeps running.") var cut = false
+    @Option(help: "Restart the server instead (needs --launch): kill (SIGKILL) or term (SIGTERM).")
+    var restart: RestartSignal?
+    @Flag(help: "Drive real Canopy SDK Database instances instead of raw connections (with --restart only).")
+    var sdk = false
+    @Option(help: "Bytes of each client's own data.") var payload = 200
+    @Option(help: "Storms to run one after the other.") var rounds = 1
+    @Option(help: "Seconds each round may take before the clients not back are reported missing.")
+    var timeout: Double = 60
+    @Flag(help: "Print one JSON object with the figures on standard output (the other lines go to standard error).")
+    var json = false
+
+    func validate() throws {
+        guard clients > 0, rounds > 0, payload >= 0, timeout > 0 else {
+            throw ValidationError("--clients, --rounds and --timeout must be positive, --payload not negative")
+        }
+        guard cut != (restart != nil) else { throw ValidationError("give exactly one of --cut and --restart") }
+        if restart != nil, !launchOptions.launch {
+            throw ValidationError("--restart needs --launch: the tool restarts only a server it started")
+        }
+        if sdk, restart == nil {
+            throw ValidationError(
+                "--sdk works with --restart only: an SDK instance's socket cannot be cut from outside")
+        }
+        if restart != nil, launchOptions.inMemory {
+            throw ValidationError("--restart needs the server's data on disk (drop --in-memory)")
+        }
+        _ = try options.endpoint()
+    }
+
+    var mode: String { restart.map { "restart-\($0.rawValue)" } ?? "cut" }
+
+    func run() async throws {
+        let console = Console(json: json)
+        try FileLimit.check(connections: clients, what: "\(clients) clients")
+        let machine = MachineInfo.current()
+        console.line(machine.describe)
+        let endpoint = try options.endpoint()
+        let server = try await launchOptions.start(at: endpoint, console: console)
+        let tally = StormTally()
+        let callbacks = DispatchQueue(label: "canopy-load.sdk-callbacks")
+        let clientList: [any StormParticipant] = (0..<clients).map { index in
+            if sdk {
+                let url = "http://\(options.server)?ns=\(options.namespace)&client=\(index)"
+                return SDKStormClient(index: index, url: url, tally: tally, queue: callbacks)
+            }
+            return StormClient(
+                index: index, host: endpoint.host, port: endpoint.port, namespace: options.namespace, tally: tally)
+        }
+        let writer = RESTWriter(server: options.server, namespace: options.namespace)
+        var tasks: [Task<Void, Never>] = []
+        func stopAll() async {
+            for client in clientList { client.stop() }
+            for task in tasks { task.cancel() }
+            for task in tasks { await task.value }
+            await writer.shutdown()
+            await server?.shutDown()
+        }
+        let report: StormReport
+        do {
+            console.line(
+                "storm: \(clients) clients × 2 listens (own location, \(payload) bytes; one shared), \(mode), "
+                    + "\(rounds) round(s), against \(options.server)")
+            try await seed(writer)
+            let connectStarted = monotonicNanoseconds()
+            try await connect(clientList, tasks: &tasks, tally: tally, console: console)
+            let connectSeconds = Double(monotonicNanoseconds() - connectStarted) / 1e9
+            console.line(String(format: "all %d clients connected and listening in %.2f s", clients, connectSeconds))
+            var results: [StormRound] = []
+            for round in 1...rounds {
+                try await Task.sleep(for: .seconds(1))
+                let result = try await storm(
+                    round: round, clients: clientList, tally: tally, server: server, writer: writer, console: console)
+                for line in result.describe() { console.line(line) }
+                results.append(result)
+                if !result.allBack { break }
+            }
+            report = StormReport(
+                scenario: "storm", mode: mode, server: options.server, namespace: options.namespace, clients: clients,
+                listensPerClient: 2, payloadBytes: payload, machine: machine,
+                clientModel: sdk
+                    ? "Canopy SDK Database instances in one process"
+                    : "raw realtime connections replaying the Canopy SDK's reconnect",
+                connectSeconds: connectSeconds, allBack: results.count == rounds && results.allSatisfy(\.allBack),
+                rounds: results)
+        } catch {
+            await stopAll()
+            throw error
+        }
+        await stopAll()
+        try console.emit(report)
+        // A script can tell a storm some clients did not come back from by the exit status alone.
+        if !report.allBack { throw ExitCode(2) }
+    }
+
+    /// Writes every client's own data and the shared location (round 0), replacing `storm`.
+    private func seed(_ writer: RESTWriter) async throws {
+        var users: [String] = []
+        users.reserveCapacity(clients)
+        let filler = String(repeating: "x", count: payload)
+        for index in 0..<clients { users.append(#""c\#(index)":{"name":"client \#(index)","data":"\#(filler)"}"#) }
+        try await writer.put(
+            StormLayout.root, json: #"{"shared":0,"users":{"# + users.joined(separator: ",") + "}}",
+            until: monotonicNanoseconds() + UInt64(max(timeout, 60) * 1e9))
+    }
+
+    /// Starts every client's connection loop, at most 64 connecting at a time, and waits until each
+    /// one's listens are answered.
+    private func connect(
+        _ clientList: [any StormParticipant], tasks: inout [Task<Void, Never>], tally: StormTally, console: Console
+    ) async throws {
+        tasks.reserveCapacity(clientList.count)
+        let total = clientList.count
+        let deadline = monotonicNanoseconds() + UInt64(max(timeout, Double(total) / 100) * 1e9)
+        try await console.withProgress({
+            "connecting: \(tally.ready.load(ordering: .relaxed)) of \(total) clients listening"
+        }) {
+            for client in clientList {
+                while tasks.count - tally.ready.load(ordering: .relaxed) >= 64 {
+                    try await Task.sleep(for: .milliseconds(1))
+                    if monotonicNanoseconds() > deadline { break }
+                }
+                tasks.append(Task { await client.run() })
+            }
+            while tally.ready.load(ordering: .relaxed) < total {
+                guard monotonicNanoseconds() < deadline else {
+                    throw LoadError.clientsNotReady(ready: tally.ready.load(ordering: .relaxed), total: total)
+                }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
+    }
+
+    /// One storm: the cut or restart, the write after it, and the wait for every client.
+    private func storm(
+        round: Int, clients clientList: [any StormParticipant], tally: StormTally, server: LaunchedServer?,
+        writer: RESTWriter,
+        console: Console
+    ) async throws -> StormRound {
+        let serverPid = launchOptions.serverPid
+        func serverCPU() -> Double? { server?.cpuSeconds ?? serverPid.flatMap(ProcessCPU.seconds(of:)) }
+        tally.back.store(0, ordering: .relaxed)
+        let attemptsBefore = tally.attempts.load(ordering: .relaxed)
+        let failedBefore = tally.failedAttempts.load(ordering: .relaxed)
+        let resentBefore = tally.ownDataResent.load(ordering: .relaxed)
+        let listenQueue = ListenQueueCounters.read()
+        let ownCPUBefore = ProcessCPU.ownSeconds()
+        var cpuBefore = serverCPU()
+        var downSeconds: Double?
+        var startCPU: Double?
+
+        let cutAt = monotonicNanoseconds()
+        for client in clientList { client.startRound(round, at: cutAt, cut: cut) }
+        if let restart, let server {
+            await server.stop(restart.number)
+            try await server.start()
+            downSeconds = Double(monotonicNanoseconds() - cutAt) / 1e9
+            // The new process's CPU so far is its start; what follows is the restore.
+            startCPU = server.cpuSeconds
+            cpuBefore = startCPU
+        }
+        // The write goes while clients come back: none can be back before it is applied.
+        let total = clientList.count
+        let deadline = cutAt + UInt64(timeout * 1e9)
+        let write = Task {
+            try await writer.put(StormLayout.shared, json: String(round), until: deadline)
+            return monotonicNanoseconds()
+        }
+        await console.withProgress({
+            String(
+                format: "round %d: %.1f s, %d of %d back, %d connected", round,
+                Double(monotonicNanoseconds() - cutAt) / 1e9, tally.back.load(ordering: .relaxed), total,
+                tally.connected.load(ordering: .relaxed))
+        }) {
+            while tally.back.load(ordering: .relaxed) < total, monotonicNanoseconds() < deadline {
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        let cpuAfter = serverCPU()
+        if tally.back.load(ordering: .relaxed) < total { write.cancel() }
+        let writtenAt = try? await write.value
+        // Times up to an hour: a server that takes over a minute must still show in the figures.
+        var backTimes = Histogram<UInt64>(
+            highestTrackableValue: 3_600_000_000_000, numberOfSignificantValueDigits: .three)
+        var restoreTimes = backTimes
+        var back = 0
+        var attemptsPerClient: [Int] = []
+        attemptsPerClient.reserveCapacity(total)
+        for client in clientList {
+            attemptsPerClient.append(client.attemptsSinceCut)
+            if let restored = client.restoredAfter { _ = restoreTimes.record(restored) }
+            guard let after = client.backAfter else { continue }
+            back += 1
+            _ = backTimes.record(after)
+        }
+        let serverCPUSeconds = cpuAfter.flatMap { after in cpuBefore.map { after - $0 } }
+        let queue = ListenQueueCounters.read()?.since(listenQueue)
+        return StormRound(
+            round: round, clients: total, back: back, allBack: back == total,
+            backTime: back > 0 ? LatencyFigures(backTimes) : nil,
+            lastBackSeconds: back > 0 ? Double(backTimes.max) / 1e9 : nil,
+            restored: Int(restoreTimes.totalCount),
+            restoreTime: restoreTimes.totalCount > 0 ? LatencyFigures(restoreTimes) : nil,
+            serverDownSeconds: downSeconds, writeAfterCutSeconds: writtenAt.map { Double($0 - cutAt) / 1e9 },
+            connectAttempts: tally.attempts.load(ordering: .relaxed) - attemptsBefore,
+            failedAttempts: sdk ? nil : tally.failedAttempts.load(ordering: .relaxed) - failedBefore,
+            mostAttemptsByOneClient: attemptsPerClient.max() ?? 0,
+            ownDataResent: sdk ? nil : tally.ownDataResent.load(ordering: .relaxed) - resentBefore,
+            refusedListens: tally.refusedListens.load(ordering: .relaxed),
+            serverStartCPUSeconds: startCPU, serverCPUSeconds: serverCPUSeconds,
+            serverCPUMicrosecondsPerClient: serverCPUSeconds.map { $0 / Double(total) * 1e6 },
+            loadGeneratorCPUSeconds: ProcessCPU.ownSeconds() - ownCPUBefore,
+            listenQueueOverflows: queue?.overflows, listenQueueDrops: queue?.drops)
+    }
+}

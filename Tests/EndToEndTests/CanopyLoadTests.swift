@@ -1,0 +1,142 @@
+import CanopyTesting
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The real `canopy-load` binary at a tiny size: each scenario runs to the end and its `--json`
+/// figures say every client or listener got what it should. Behaviour only: no timing is asserted.
+@Suite(.timeLimit(.minutes(1)))
+struct CanopyLoadTests {
+    @Test func aStormCutBringsEveryClientBackWithItsListensAndTheWriteAfterTheCut() async throws {
+        try await withTestServer { server in
+            let (status, report, log) = try await CanopyLoad.run([
+                "storm", "--server", "127.0.0.1:\(server.port)", "--clients", "20", "--cut", "--rounds", "2",
+                "--timeout", "30", "--json",
+            ])
+            #expect(status == 0, "\(log)")
+            #expect(report["allBack"] as? Bool == true, "\(log)")
+            let rounds = try #require(report["rounds"] as? [[String: Any]], "\(log)")
+            #expect(rounds.count == 2)
+            for round in rounds {
+                #expect(round["back"] as? Int == 20, "\(round)")
+                #expect(round["refusedListens"] as? Int == 0, "\(round)")
+                // Each client re-listened with the hash of its own unchanged data: none sent again.
+                #expect(round["ownDataResent"] as? Int == 0, "\(round)")
+            }
+        }
+    }
+
+    @Test func aStormRestartOfALaunchedServerBringsEveryClientBack() async throws {
+        let port = try await CanopyLoad.freePort()
+        let (status, report, log) = try await CanopyLoad.run([
+            "storm", "--launch", "--server", "127.0.0.1:\(port)", "--clients", "20", "--restart", "kill",
+            "--timeout", "30", "--json",
+        ])
+        #expect(status == 0, "\(log)")
+        #expect(report["allBack"] as? Bool == true, "\(log)")
+        let round = try #require((report["rounds"] as? [[String: Any]])?.first, "\(log)")
+        #expect(round["back"] as? Int == 20, "\(round)")
+        // The restarted server read the data back from its folder: the hashes still matched.
+        #expect(round["ownDataResent"] as? Int == 0, "\(round)")
+        #expect(round["serverDownSeconds"] is Double, "\(round)")
+    }
+
+    @Test func aStormRestartBringsEverySDKInstanceBack() async throws {
+        let port = try await CanopyLoad.freePort()
+        let (status, report, log) = try await CanopyLoad.run([
+            "storm", "--sdk", "--launch", "--server", "127.0.0.1:\(port)", "--clients", "10", "--restart", "term",
+            "--timeout", "30", "--json",
+        ])
+        #expect(status == 0, "\(log)")
+        #expect(report["allBack"] as? Bool == true, "\(log)")
+        let round = try #require((report["rounds"] as? [[String: Any]])?.first, "\(log)")
+        #expect(round["back"] as? Int == 10, "\(round)")
+    }
+
+    @Test func aFanoutDeliversEveryWriteToEveryListener() async throws {
+        try await withTestServer { server in
+            let (status, report, log) = try await CanopyLoad.run([
+                "fanout", "--server", "127.0.0.1:\(server.port)", "--listeners", "10", "--rate", "20", "--duration",
+                "1", "--json",
+            ])
+            #expect(status == 0, "\(log)")
+            let canopy = try #require(report["canopy"] as? [String: Any], "\(log)")
+            #expect(canopy["events"] as? Int == 200, "\(canopy)")
+            #expect(canopy["expectedEvents"] as? Int == 200, "\(canopy)")
+            #expect(canopy["listenersClosedEarly"] as? Int == 0, "\(canopy)")
+        }
+    }
+}
+
+/// Runs the `canopy-load` executable built beside the tests.
+private enum CanopyLoad {
+    enum Failure: Error, CustomStringConvertible {
+        case notBuilt
+        case timedOut(String)
+        case notJSON(String)
+
+        var description: String {
+            switch self {
+            case .notBuilt: "canopy-load is not built beside the tests; run `swift build --product canopy-load`"
+            case .timedOut(let log): "canopy-load did not finish within 50 s; its output:\n\(log)"
+            case .notJSON(let log): "canopy-load did not print one JSON object; its output:\n\(log)"
+            }
+        }
+    }
+
+    /// Runs `canopy-load` with `arguments`; returns its exit status, the JSON object it printed and
+    /// everything it wrote (for failure messages).
+    static func run(_ arguments: [String]) async throws -> (Int32, [String: Any], String) {
+        guard let executable else { throw Failure.notBuilt }
+        let folder = try TestServer.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let outPath = folder + "/stdout"
+        let errPath = folder + "/stderr"
+        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardOutput = FileHandle(forWritingAtPath: outPath)
+        process.standardError = FileHandle(forWritingAtPath: errPath)
+        try process.run()
+        let deadline = ContinuousClock.now + .seconds(50)
+        while process.isRunning, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let output = { (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "" }
+        let log = { output() + ((try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "") }
+        guard !process.isRunning else {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw Failure.timedOut(log())
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(output().utf8)) as? [String: Any] else {
+            throw Failure.notJSON(log())
+        }
+        return (process.terminationStatus, object, log())
+    }
+
+    /// A TCP port of 127.0.0.1 that nothing listens on now.
+    static func freePort() async throws -> Int {
+        try await withTestServer { server in server.port }
+    }
+
+    /// Beside the test binary (whatever scratch path was used), then in the package's `.build/debug`.
+    static let executable: String? = {
+        var folders: [URL] = Bundle.allBundles.map { $0.bundleURL.deletingLastPathComponent() }
+        if let first = CommandLine.arguments.first {
+            folders.append(URL(fileURLWithPath: first).deletingLastPathComponent())
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        folders.append(root.appendingPathComponent(".build/debug"))
+        return folders.map { $0.appendingPathComponent("canopy-load").path }
+            .first { FileManager.default.isExecutableFile(atPath: $0) }
+    }()
+}
