@@ -41,9 +41,9 @@ struct PresenceTests {
     }
 
     @Test func aSilentPeerIsDetectedByTheHeartbeatAndItsOperationsRun() async throws {
-        // 2 s, not less: a live client must answer each ping within about 3/4 of an interval, which
-        // a client starved by a busy machine may miss with shorter intervals.
-        try await withClients(1, configure: { $0.heartbeatInterval = .seconds(2) }) { server, clients in
+        // 5 s: a live client (the observer) must answer each ping within about 3/4 of an interval,
+        // which a client starved by a busy machine missed with 2 s (a load average of 8 on 2 cores).
+        try await withClients(1, configure: { $0.heartbeatInterval = .seconds(5) }) { server, clients in
             let observer = clients[0]
             let client = try await RealtimeTestClient.connect(to: server)
             try await client.put("presence/ada", "online")
@@ -52,11 +52,12 @@ struct PresenceTests {
 
             try await client.vanish()
             let vanished = ContinuousClock.now
-            // Heartbeat 2 s: detected within two intervals; 6 s is a generous functional bound.
-            let push = try await observer.nextPush(timeout: .seconds(20))
+            // Heartbeat 5 s: detected within two intervals; three is a generous functional bound
+            // (the point is that it is detected at all, not how fast).
+            let push = try await observer.nextPush(timeout: .seconds(30))
             let elapsed = ContinuousClock.now - vanished
             #expect(push == .overwrite(path: "presence/ada", data: "offline", tag: nil))
-            #expect(elapsed <= .seconds(6), "onDisconnect ran \(elapsed) after the peer went silent")
+            #expect(elapsed <= .seconds(15), "onDisconnect ran \(elapsed) after the peer went silent")
             await client.close()
         }
     }
