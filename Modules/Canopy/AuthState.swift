@@ -22,3 +22,10 @@ public enum AuthState: Sendable, Equatable, CustomStringConvertible {
         }
     }
 }
+
+extension AuthState {
+    var isRefused: Bool {
+        if case .refused = self { return true }
+        return false
+    }
+}

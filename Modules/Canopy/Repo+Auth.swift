@@ -48,7 +48,8 @@ extension Repo {
     /// too often.
     func sendAuth(in state: inout State) {
         guard let token = state.auth.token, state.auth.refusals < Self.maxAuthRefusals else { return }
-        if case .refused = state.auth.state {} else { setAuthState(.authenticating, in: &state) }
+        // A refused token stays reported refused while it is tried again.
+        if !state.auth.state.isRefused { setAuthState(.authenticating, in: &state) }
         _ = send(.auth(credential: token), in: &state) { [self] status, data in
             authAnswered(token, status: status, data: data)
         }

@@ -124,26 +124,10 @@ public final class ServerProcess: Sendable {
         while process.isRunning { try? await Task.sleep(for: .milliseconds(10)) }
     }
 
-    /// Where the `canopy-server` executable built with the tests is, if anywhere.
-    ///
-    /// Looks at `CANOPY_SERVER_BINARY`, then beside the running test binary (the build products
-    /// folder of whatever scratch path was used), then in the package's `.build/debug`.
+    /// Where the `canopy-server` executable built with the tests is, if anywhere: see
+    /// ``BuiltExecutable/locate(_:environmentVariable:packageFile:)`` (`CANOPY_SERVER_BINARY` first).
     public static func locateExecutable(packageFile: String = #filePath) -> String? {
-        let files = FileManager.default
-        var candidates: [String] = []
-        if let explicit = ProcessInfo.processInfo.environment["CANOPY_SERVER_BINARY"] { candidates.append(explicit) }
-        var folders: [URL] = []
-        if let executable = Bundle.main.executableURL { folders.append(executable.deletingLastPathComponent()) }
-        if let first = CommandLine.arguments.first {
-            folders.append(URL(fileURLWithPath: first).deletingLastPathComponent())
-        }
-        for bundle in Bundle.allBundles { folders.append(bundle.bundleURL.deletingLastPathComponent()) }
-        // `packageFile` is the calling file, two folders below the package root.
-        let root = URL(fileURLWithPath: packageFile).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        folders.append(root.appendingPathComponent(".build/debug"))
-        candidates += folders.map { $0.appendingPathComponent("canopy-server").path }
-        return candidates.first { files.isExecutableFile(atPath: $0) }
+        BuiltExecutable.locate("canopy-server", environmentVariable: "CANOPY_SERVER_BINARY", packageFile: packageFile)
     }
 }
 

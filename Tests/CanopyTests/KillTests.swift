@@ -54,18 +54,8 @@ final class Probe: Sendable {
         process.waitUntilExit()
     }
 
-    /// The probe built beside this test bundle.
-    static let executable: String? = {
-        var folders: [URL] = Bundle.allBundles.map { $0.bundleURL.deletingLastPathComponent() }
-        if let first = CommandLine.arguments.first {
-            folders.append(URL(fileURLWithPath: first).deletingLastPathComponent())
-        }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        folders.append(root.appendingPathComponent(".build/debug"))
-        return folders.map { $0.appendingPathComponent("canopy-write-probe").path }
-            .first { FileManager.default.isExecutableFile(atPath: $0) }
-    }()
+    /// The `canopy-write-probe` binary built with the tests.
+    static let executable = BuiltExecutable.locate("canopy-write-probe")
 }
 
 enum ProbeError: Error { case notBuilt }

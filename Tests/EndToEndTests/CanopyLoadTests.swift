@@ -127,16 +127,6 @@ private enum CanopyLoad {
         try await withTestServer { server in server.port }
     }
 
-    /// Beside the test binary (whatever scratch path was used), then in the package's `.build/debug`.
-    static let executable: String? = {
-        var folders: [URL] = Bundle.allBundles.map { $0.bundleURL.deletingLastPathComponent() }
-        if let first = CommandLine.arguments.first {
-            folders.append(URL(fileURLWithPath: first).deletingLastPathComponent())
-        }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        folders.append(root.appendingPathComponent(".build/debug"))
-        return folders.map { $0.appendingPathComponent("canopy-load").path }
-            .first { FileManager.default.isExecutableFile(atPath: $0) }
-    }()
+    /// The `canopy-load` binary built with the tests.
+    static let executable = BuiltExecutable.locate("canopy-load")
 }
