@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "CanopyTesting", targets: ["CanopyTesting"]),
         .executable(name: "canopy-server", targets: ["canopy-server"]),
         .executable(name: "canopy-load", targets: ["canopy-load"]),
+        .executable(name: "canopy", targets: ["CanopyCLI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
@@ -161,6 +162,19 @@ let package = Package(
             path: "Apps/canopy-load",
             swiftSettings: swiftSettings
         ),
+        .executableTarget(
+            name: "CanopyCLI",
+            dependencies: [
+                "Canopy", "Query", "Tree",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "Apps/canopy",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "TreeTests",
             dependencies: ["Tree", .product(name: "PropertyBased", package: "swift-property-based")],
@@ -219,6 +233,11 @@ let package = Package(
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CLITests",
+            dependencies: ["CanopyCLI", "CanopyTesting", "CanopyServer", "Tree"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -1,0 +1,161 @@
+import ArgumentParser
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Tree
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `canopy import PATH FILE`: writes a JSON file of any size at a path, in pieces.
+struct Import: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write a JSON file of any size at a path, streaming it in pieces.",
+        discussion: """
+            The file is read as a stream (memory stays flat whatever its size) and written in requests \
+            of at most --chunk-size bytes: the server refuses request bodies over 16 MB. A file is \
+            first read through once to check it, so invalid JSON, keys the database cannot store \
+            (containing . $ # [ ] / or control characters, empty, over 768 bytes), nesting over 32 levels, \
+            strings over 10 MB and numbers out of range stop the import before anything is written; the \
+            message names the key or value and its line. (Stdin, -, is read once: it is checked as it is \
+            written.)
+
+            Without --merge the value at PATH is replaced: the first write replaces it, the next ones add \
+            to it. With --merge the file must hold an object (or array) whose children each replace the \
+            child of the same key, other children of PATH are kept. Arrays are stored as Firebase stores \
+            them: objects keyed 0, 1, 2…, null elements left out. The import is not atomic: readers may \
+            see it part-way, and an import that fails part-way leaves what it wrote.
+
+            On a terminal, stderr shows the progress: bytes, rate and time left.
+
+            Examples:
+              canopy import backup dump.json
+              canopy import / dump.json --token owner
+              canopy import users new-users.json --merge
+              gunzip -c dump.json.gz | canopy import backup -
+            """)
+
+    @Argument(help: "Where to write, such as backup (/ is the root).")
+    var path: String
+
+    @Argument(help: "The JSON file, or - for stdin.")
+    var file: String
+
+    @Flag(help: "Write the file's top-level children into PATH, keeping the others.")
+    var merge = false
+
+    @Option(help: "Largest request body, in bytes (at most 8 MB; a longer single value goes in a request of its own).")
+    var chunkSize = 4 * 1024 * 1024
+
+    @OptionGroup(title: "Server")
+    var connection: ConnectionOptions
+
+    func validate() throws {
+        guard (1024...8 * 1024 * 1024).contains(chunkSize) else {
+            throw ValidationError("--chunk-size must be between 1024 and 8388608 bytes")
+        }
+    }
+
+    func run() async throws {
+        let location = try Path.writableArgument(path)
+        let input = try InputFile(path: file)
+        let progress = Progress("Importing", total: input.size)
+        let reader = JSONStreamReader(input: input, maxTokenBytes: Self.maxTokenBytes)
+        reader.onRead = { progress.update($0) }
+        let (writes, bytes) = try await connection.withREST { rest in
+            // Is the server there, before a long check of the file?
+            _ = try await rest.answer(.GET, .data(location), parameters: [("shallow", "true"), ("print", "silent")])
+            if input.size != nil {
+                try check(input, at: location)
+                guard lseek(input.descriptor, 0, SEEK_SET) == 0 else {
+                    throw CLIError.unreadableInput(
+                        "cannot read \(input.name) again: \(String(cString: strerror(errno)))")
+                }
+            }
+            var chunker = ImportChunker(reader: reader, basePath: location, chunkBytes: chunkSize, merge: merge)
+            return try await Self.send(&chunker, to: rest, at: location, file: input.name, progress: progress)
+        }
+        progress.update(reader.offset)
+        progress.finish(
+            "Imported \(ByteCount(reader.offset)) into \(location) in \(Progress.duration(progress.elapsed)) "
+                + "(\(progress.rate); \(writes) writes, \(ByteCount(bytes)) of compact JSON)")
+    }
+
+    /// The longest string token read: a 10 MB string, escaped.
+    static let maxTokenBytes = 64 << 20
+
+    /// Reads the whole file once, checking it without writing.
+    private func check(_ input: InputFile, at location: Path) throws(CLIError) {
+        let progress = Progress("Checking", total: input.size)
+        let reader = JSONStreamReader(input: input, maxTokenBytes: Self.maxTokenBytes)
+        reader.onRead = { progress.update($0) }
+        var checker = ImportChunker(
+            reader: reader, basePath: location, chunkBytes: chunkSize, merge: merge, emit: false)
+        do {
+            try checker.check()
+        } catch {
+            progress.finish(nil)
+            throw .invalidInput("\(input.name): \(error); nothing was written")
+        }
+        progress.finish(nil)
+    }
+
+    /// Sends the chunker's writes in order, one in flight while the next is read; returns the
+    /// number of writes and the bytes sent.
+    private static func send(
+        _ chunker: inout ImportChunker, to rest: RESTClient, at location: Path, file: String, progress: Progress
+    ) async throws(CLIError) -> (Int, Int) {
+        var inFlight: Task<Void, any Error>?
+        /// Writes the server acknowledged, and their bytes.
+        var writes = 0
+        var bytes = 0
+        func settle() async throws(CLIError) {
+            guard let task = inFlight else { return }
+            inFlight = nil
+            do {
+                try await task.value
+                writes += 1
+            } catch let error as CLIError {
+                throw error
+            } catch {
+                throw .failed("\(error)")
+            }
+        }
+        do throws(CLIError) {
+            while true {
+                let write: ImportChunker.Write?
+                do {
+                    write = try chunker.next()
+                } catch {
+                    throw CLIError.invalidInput("\(file): \(error)")
+                }
+                guard let write else { break }
+                try await settle()
+                bytes += write.body.readableBytes
+                inFlight = Task { try await Self.perform(write, rest: rest, at: location) }
+            }
+            try await settle()
+        } catch {
+            progress.finish(nil)
+            // A write in flight when the file turned out bad is let finish, to say what was written.
+            if let task = inFlight, (try? await task.value) != nil { writes += 1 }
+            let written = writes == 0 ? "nothing was written" : "\(location) holds part of the file"
+            throw error.adding("the import stopped, \(written)")
+        }
+        return (writes, bytes)
+    }
+
+    private static func perform(_ write: ImportChunker.Write, rest: RESTClient, at location: Path) async throws {
+        let body = write.body
+        switch write {
+        case .put:
+            _ = try await rest.answer(.PUT, .data(location), parameters: [("print", "silent")], body: body)
+        case .patch(let keys, _):
+            let target = location.child(Path(keys: keys.map { ChildKey($0) }))
+            _ = try await rest.answer(.PATCH, .data(target), parameters: [("print", "silent")], body: body)
+        }
+    }
+}

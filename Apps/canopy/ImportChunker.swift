@@ -1,0 +1,283 @@
+import NIOCore
+import Tree
+
+/// Cuts a JSON document into writes of about `chunkBytes` each, reading it once from a
+/// ``JSONStreamReader``, so that a file of any size is imported in bounded memory and every
+/// request stays under the server's body limit.
+///
+/// Containers are gathered as compact JSON while they fit. Once the gathered text passes
+/// `chunkBytes`, the outermost container being gathered is written as it stands (a set: it
+/// replaces what was there), and from then on each of the open containers has its further
+/// children written one by one, gathered into multi-path updates (PATCH) of their parent, each
+/// child gathered whole again while it fits. Without `merge` the first write is a PUT at the
+/// import path, so it replaces what was there; with `merge` the top-level children are written
+/// into it, each replacing the child of the same key.
+///
+/// Arrays are written as objects keyed `"0"`, `"1"`, … (how the database stores them). Keys, depth
+/// (32 levels with the import path), string lengths (10 MB) and numbers (finite) are checked as
+/// the server checks them; a failure names the location in the document and the line.
+///
+/// Memory: the gathered text (at most `chunkBytes` plus one token) and one pending update (at
+/// most `chunkBytes` plus one entry). Gathered text becomes a request body without being copied
+/// when it is written on its own.
+struct ImportChunker {
+    /// One request, relative to the import path.
+    enum Write: Sendable {
+        /// Replace the value at the import path.
+        case put(body: ByteBuffer)
+        /// A multi-path update of the children of the location at `keys` below the import path.
+        case patch(keys: [String], body: ByteBuffer)
+
+        var body: ByteBuffer {
+            switch self {
+            case .put(let body), .patch(_, let body): body
+            }
+        }
+    }
+
+    /// A container being read.
+    private struct Frame {
+        /// Its keys below the import path.
+        var keys: [String]
+        var isArray: Bool
+        /// Members read so far.
+        var count = 0
+        /// Whether its text is being gathered in ``ImportChunker/gathered``.
+        var isGathered: Bool
+    }
+
+    private let reader: JSONStreamReader
+    /// Depth of the import path.
+    private let baseDepth: Int
+    private let chunkBytes: Int
+    private let merge: Bool
+    /// Without `emit`, the document is only checked (nothing is gathered or written).
+    private let emit: Bool
+    private var frames: [Frame] = []
+    /// The text of the gathered containers. When the outermost is the child of a split container,
+    /// it starts `{"key":`, so that it is already the body of the update that writes it alone.
+    private var gathered = ByteBuffer()
+    /// A pending update: the location it updates and its body so far (`{` and the members).
+    private var update: (keys: [String], body: ByteBuffer)?
+    private var ready: [Write] = []
+    private var started = false
+    private var finished = false
+
+    init(reader: JSONStreamReader, basePath: Path, chunkBytes: Int, merge: Bool, emit: Bool = true) {
+        self.reader = reader
+        self.baseDepth = basePath.count
+        self.chunkBytes = chunkBytes
+        self.merge = merge
+        self.emit = emit
+    }
+
+    /// Reads the whole document, checking it, without writing anything.
+    mutating func check() throws(ImportError) {
+        while try next() != nil {}
+    }
+
+    /// The next write, or `nil` once the document is done.
+    mutating func next() throws(ImportError) -> Write? {
+        do {
+            while ready.isEmpty, !finished { try step() }
+        } catch let error as JSONSyntaxError {
+            throw .syntax(error)
+        } catch let error as ImportError {
+            throw error
+        } catch {
+            throw .syntax(JSONSyntaxError(reason: "\(error)", offset: reader.offset, line: 0, column: 0))
+        }
+        return ready.isEmpty ? nil : ready.removeFirst()
+    }
+
+    /// Reads one member (or the top-level value, or the end of a container).
+    private mutating func step() throws {
+        guard started else {
+            started = true
+            try startDocument()
+            return
+        }
+        guard let frame = frames.last else {
+            try reader.expectEnd()
+            flushUpdate()
+            finished = true
+            return
+        }
+        let key: String
+        if frame.isArray {
+            guard try reader.nextElement(first: frame.count == 0) else { return try closeFrame() }
+            key = String(frame.count)
+        } else {
+            guard let name = try reader.nextKey(first: frame.count == 0) else { return try closeFrame() }
+            if let problem = ChildKey.problem(with: name) {
+                throw ImportError.data(
+                    "invalid key \(JSONPrinter.quoted(name)) at \(location(frame.keys)): it \(problem)",
+                    at: reader.currentLocation())
+            }
+            key = name
+        }
+        frames[frames.count - 1].count += 1
+        if baseDepth + frame.keys.count + 1 > TreeLimits.maxDepth {
+            throw ImportError.data(
+                "\(location(frame.keys + [key])) is more than \(TreeLimits.maxDepth) levels deep (with the import "
+                    + "path)",
+                at: reader.currentLocation())
+        }
+        let kind = try reader.peekValue()
+        switch kind {
+        case .object, .array:
+            if kind == .object { try reader.enterObject() } else { try reader.enterArray() }
+            if emit {
+                if !frame.isGathered { gathered.clear() }
+                let separator = frame.isGathered ? (frame.count > 0 ? "," : "") : "{"
+                Self.writeMember(key, isArray: frame.isArray, after: separator, before: "{", to: &gathered)
+            }
+            frames.append(Frame(keys: frame.keys + [key], isArray: kind == .array, isGathered: true))
+        case .string, .number, .literal:
+            try readScalar(at: frame.keys, key)
+            guard emit else { return }
+            // A value that would take the gathered text past the chunk size is written on its own:
+            // no request is much over `chunkBytes` unless one value is.
+            if frame.isGathered, gathered.readableBytes + reader.tokenLength > chunkBytes { splitGathered() }
+            if frames[frames.count - 1].isGathered {
+                Self.writeMember(key, isArray: frame.isArray, after: frame.count > 0 ? "," : "", to: &gathered)
+                reader.writeToken(to: &gathered)
+            } else {
+                addScalar(key: key, isArray: frame.isArray, under: frame.keys)
+            }
+        }
+    }
+
+    private mutating func startDocument() throws {
+        let kind = try reader.peekValue()
+        switch kind {
+        case .object, .array:
+            if kind == .object { try reader.enterObject() } else { try reader.enterArray() }
+            if emit, !merge { gathered.writeInteger(UInt8(ascii: "{")) }
+            frames.append(Frame(keys: [], isArray: kind == .array, isGathered: !merge))
+        case .string, .number, .literal:
+            guard !merge else {
+                throw ImportError.data(
+                    "--merge needs a JSON object (or array) at the top level, whose children it writes",
+                    at: reader.currentLocation())
+            }
+            try readScalar(at: [], nil)
+            if emit {
+                var value = ByteBuffer()
+                reader.writeToken(to: &value)
+                ready.append(.put(body: value))
+            }
+        }
+    }
+
+    /// Reads a scalar (the child `key` of the container at `keys`) and checks that the database can
+    /// store it.
+    private func readScalar(at keys: [String], _ key: String?) throws {
+        let scalar = try reader.readScalar()
+        if scalar.kind == .string, scalar.decodedLength > TreeLimits.maxStringBytes {
+            let place = location(keys + (key.map { [$0] } ?? []))
+            throw ImportError.data(
+                "the string at \(place) is \(ByteCount(scalar.decodedLength)), over the "
+                    + "\(ByteCount(TreeLimits.maxStringBytes)) a string may hold", at: reader.currentLocation())
+        }
+    }
+
+    private mutating func closeFrame() throws {
+        let frame = frames.removeLast()
+        guard emit, frame.isGathered else { return }
+        gathered.writeInteger(UInt8(ascii: "}"))
+        guard let parent = frames.last else {
+            ready.append(.put(body: gathered))
+            gathered = ByteBuffer()
+            return
+        }
+        // Inside a gathered parent the text stays where it is; else it is a child of a split parent.
+        guard !parent.isGathered else { return }
+        if let pending = update, pending.keys == parent.keys,
+            pending.body.readableBytes + gathered.readableBytes <= chunkBytes
+        {
+            // `{"key":{…}}` joins the pending update as `,"key":{…}`.
+            update?.body.writeInteger(UInt8(ascii: ","))
+            update?.body.writeImmutableBuffer(
+                gathered.getSlice(at: 1, length: gathered.readableBytes - 1) ?? ByteBuffer())
+            gathered.clear()
+        } else {
+            flushUpdate()
+            update = (parent.keys, gathered)
+            gathered = ByteBuffer()
+        }
+        if let pending = update, pending.body.readableBytes >= chunkBytes { flushUpdate() }
+    }
+
+    /// Writes the outermost gathered container as it stands, and has every gathered container
+    /// write its further children one by one.
+    private mutating func splitGathered() {
+        guard let first = frames.firstIndex(where: \.isGathered) else { return }
+        gathered.writeRepeatingByte(UInt8(ascii: "}"), count: frames.count - first)
+        if first == 0 {
+            ready.append(.put(body: gathered))
+        } else {
+            // The gathered text starts `{"key":`: close it and it is the update of its parent.
+            gathered.writeInteger(UInt8(ascii: "}"))
+            flushUpdate()
+            ready.append(.patch(keys: frames[first - 1].keys, body: gathered))
+        }
+        gathered = ByteBuffer()
+        for index in first..<frames.count { frames[index].isGathered = false }
+    }
+
+    /// Adds the scalar just read, child `key` of the split container at `keys`, to the update of
+    /// that container, sending the update first when it is for another location or would grow
+    /// past `chunkBytes`.
+    private mutating func addScalar(key: String, isArray: Bool, under keys: [String]) {
+        if let pending = update,
+            pending.keys != keys || pending.body.readableBytes + reader.tokenLength + key.utf8.count > chunkBytes
+        {
+            flushUpdate()
+        }
+        var pending = update ?? (keys, ByteBuffer())
+        update = nil
+        let separator = pending.body.readableBytes == 0 ? "{" : ","
+        Self.writeMember(key, isArray: isArray, after: separator, to: &pending.body)
+        reader.writeToken(to: &pending.body)
+        update = pending
+        if pending.body.readableBytes >= chunkBytes { flushUpdate() }
+    }
+
+    private mutating func flushUpdate() {
+        guard var pending = update else { return }
+        update = nil
+        pending.body.writeInteger(UInt8(ascii: "}"))
+        ready.append(.patch(keys: pending.keys, body: pending.body))
+    }
+
+    /// Writes `separator`, `key` as a JSON string, `:` and `suffix`, in one call (array indexes and
+    /// most keys need no escapes).
+    private static func writeMember(
+        _ key: String, isArray: Bool, after separator: String, before suffix: String = "", to output: inout ByteBuffer
+    ) {
+        let utf8 = key.utf8
+        if isArray || !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            output.writeString(separator + "\"" + key + "\":" + suffix)
+        } else {
+            output.writeString(separator + JSONPrinter.quoted(key) + ":" + suffix)
+        }
+    }
+
+    private func location(_ keys: [String]) -> String { "/" + keys.joined(separator: "/") }
+}
+
+/// Why a document cannot be imported.
+enum ImportError: Error, CustomStringConvertible {
+    /// It is not JSON.
+    case syntax(JSONSyntaxError)
+    /// It is JSON the database cannot store; `at` says where the reader was.
+    case data(String, at: JSONSyntaxError)
+
+    var description: String {
+        switch self {
+        case .syntax(let error): "invalid JSON: \(error)"
+        case .data(let message, let position): "\(message) (line \(position.line), column \(position.column))"
+        }
+    }
+}
