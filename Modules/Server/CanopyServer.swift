@@ -28,6 +28,7 @@ public struct CanopyServer: Sendable {
     let databases: DatabaseRegistry
     let sessions = SessionRegistry()
     let connections = OpenConnections()
+    let flushBatches = FlushBatches()
     let logger: Logger
     private let boundPort = BoundPort()
 
@@ -55,7 +56,10 @@ public struct CanopyServer: Sendable {
             responder: responder,
             server: HTTPServerBuilder { responder in RealtimeUpgradeChannel(server: server, responder: responder) },
             configuration: .init(
-                address: .hostname(configuration.host, port: configuration.port), serverName: "Canopy"),
+                address: .hostname(configuration.host, port: configuration.port), serverName: "Canopy",
+                // A reconnect storm opens thousands of connections at once; Hummingbird's default
+                // of 256 drops their SYNs and clients wait out retransmissions (1 s, 3 s).
+                backlog: 4096),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? server.configuration.port
                 server.boundPort.value.withLock { $0 = port }

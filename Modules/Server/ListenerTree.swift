@@ -25,7 +25,14 @@ struct ListenerTree {
         let queryID: String
     }
 
+    /// Where each of a subscriber's listens is, so that its disconnect visits only its own.
+    struct Registration: Hashable {
+        let path: Path
+        let queryID: String
+    }
+
     private let root = Location()
+    private var registrations: [Int: Set<Registration>] = [:]
     private(set) var count = 0
 
     private func location(at path: Path, create: Bool) -> Location? {
@@ -50,7 +57,11 @@ struct ListenerTree {
         guard let node = location(at: listener.path, create: true) else { return false }
         let key = ListenerKey(subscriberID: listener.subscriber.subscriberID, queryID: listener.queryID)
         let isNew = node.listeners.updateValue(listener, forKey: key) == nil
-        if isNew { count += 1 }
+        if isNew {
+            count += 1
+            registrations[key.subscriberID, default: []].insert(
+                Registration(path: listener.path, queryID: listener.queryID))
+        }
         return isNew
     }
 
@@ -61,22 +72,28 @@ struct ListenerTree {
         if removed != nil {
             count -= 1
             prune(path)
+            let registration = Registration(path: path, queryID: queryID)
+            if registrations[subscriberID]?.remove(registration) != nil, registrations[subscriberID]?.isEmpty == true {
+                registrations[subscriberID] = nil
+            }
         }
         return removed
     }
 
-    /// Removes every listener of `subscriberID` (a connection closed); O(listeners).
-    mutating func removeAll(subscriberID: Int) {
-        func visit(_ node: Location) {
-            let before = node.listeners.count
-            node.listeners = node.listeners.filter { $0.key.subscriberID != subscriberID }
-            count -= before - node.listeners.count
-            for (key, child) in node.children {
-                visit(child)
-                if child.listeners.isEmpty, child.children.isEmpty { node.children[key] = nil }
+    /// Removes every listener of `subscriberID` (a connection closed), visiting only its own
+    /// locations; returns how many there were.
+    @discardableResult
+    mutating func removeAll(subscriberID: Int) -> Int {
+        guard let own = registrations.removeValue(forKey: subscriberID) else { return 0 }
+        for registration in own {
+            guard let node = location(at: registration.path, create: false) else { continue }
+            let key = ListenerKey(subscriberID: subscriberID, queryID: registration.queryID)
+            if node.listeners.removeValue(forKey: key) != nil {
+                count -= 1
+                prune(registration.path)
             }
         }
-        visit(root)
+        return own.count
     }
 
     private func prune(_ path: Path) {
@@ -100,10 +117,7 @@ struct ListenerTree {
         let keys = path.components
         while true {
             if !node.listeners.isEmpty {
-                let here = Path(keys: keys.prefix(depth))
-                for key in node.listeners.keys {
-                    if var listener = node.listeners[key] { body(here, &listener); node.listeners[key] = listener }
-                }
+                Self.forEachListener(in: node, at: Path(keys: keys.prefix(depth)), body)
             }
             guard depth < keys.count, let child = node.children[keys[keys.startIndex + depth]] else { return }
             node = child
@@ -123,15 +137,20 @@ struct ListenerTree {
         func visit(_ node: Location, _ here: Path) {
             for (key, child) in node.children {
                 let childPath = here.child(key)
-                for listenerKey in child.listeners.keys {
-                    if var listener = child.listeners[listenerKey] {
-                        body(childPath, &listener)
-                        child.listeners[listenerKey] = listener
-                    }
-                }
+                Self.forEachListener(in: child, at: childPath, body)
                 visit(child, childPath)
             }
         }
         visit(start, path)
+    }
+
+    /// Visits a location's listeners in place: no listener is copied out and back, and the
+    /// dictionary is not copied (index-based iteration holds no second reference to its storage).
+    private static func forEachListener(in node: Location, at path: Path, _ body: (Path, inout Listener) -> Void) {
+        var index = node.listeners.values.startIndex
+        while index != node.listeners.values.endIndex {
+            body(path, &node.listeners.values[index])
+            node.listeners.values.formIndex(after: &index)
+        }
     }
 }

@@ -175,13 +175,13 @@ extension JSONValue {
                 }
             }
             if let escape {
-                output.unicodeScalars.append(contentsOf: scalars[pendingStart..<index])
+                output.append(contentsOf: string[pendingStart..<index])
                 output += escape
                 pendingStart = scalars.index(after: index)
             }
             index = scalars.index(after: index)
         }
-        output.unicodeScalars.append(contentsOf: scalars[pendingStart..<scalars.endIndex])
+        output.append(contentsOf: string[pendingStart...])
         output += "\""
     }
 }

@@ -79,13 +79,14 @@ struct PresenceTests {
     }
 
     @Test func aLiveClientIsNotDroppedByTheHeartbeat() async throws {
-        try await withClients(1, configure: { $0.heartbeatInterval = .seconds(2) }) { server, clients in
+        // 4 s, not less: a test process starved at a load average of 9 missed 2 s pings and was dropped.
+        try await withClients(1, configure: { $0.heartbeatInterval = .seconds(4) }) { server, clients in
             let observer = clients[0]
             let client = try await RealtimeTestClient.connect(to: server)
             try await client.put("presence/bob", "online")
             try await client.requestOK(.onDisconnectPut(path: "presence/bob", data: "offline"))
-            // Several heartbeat intervals (2 s) pass; the client answers the pings while reading.
-            try await Task.sleep(for: .milliseconds(7000))
+            // Several heartbeat intervals pass; the client answers the pings while reading.
+            try await Task.sleep(for: .milliseconds(10_000))
             #expect(!client.isClosed)
             #expect(try await observer.get("presence/bob") == "online")
             try await client.put("presence/bob", "still here")
