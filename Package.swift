@@ -208,6 +208,15 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "AuthTests",
+            dependencies: [
+                "Auth", "Tree",
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "TransportTests",
             dependencies: [
                 "Tree", "Query", "Transport", "CanopyTesting", "CanopyServer",
