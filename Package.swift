@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "Persistence", targets: ["Persistence"]),
         .library(name: "Transport", targets: ["Transport"]),
         .library(name: "Presence", targets: ["Presence"]),
+        .library(name: "Auth", targets: ["Auth"]),
         .library(name: "CanopyServer", targets: ["CanopyServer"]),
         .library(name: "CanopyTesting", targets: ["CanopyTesting"]),
         .executable(name: "canopy-server", targets: ["canopy-server"]),
@@ -43,6 +44,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
     ],
     targets: [
         .target(
@@ -94,6 +96,16 @@ let package = Package(
             name: "Presence",
             dependencies: ["Tree", "Transport"],
             path: "Modules/Presence",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "Auth",
+            dependencies: [
+                "Tree",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+            ],
+            path: "Modules/Auth",
             swiftSettings: swiftSettings
         ),
         .target(
@@ -193,6 +205,15 @@ let package = Package(
         .testTarget(
             name: "PresenceTests",
             dependencies: ["Tree", "Presence"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AuthTests",
+            dependencies: [
+                "Auth", "Tree",
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
