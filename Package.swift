@@ -14,6 +14,7 @@ let package = Package(
     products: [
         .library(name: "Tree", targets: ["Tree"]),
         .library(name: "Query", targets: ["Query"]),
+        .library(name: "Rules", targets: ["Rules"]),
         .library(name: "SyncEngine", targets: ["SyncEngine"]),
         .library(name: "Canopy", targets: ["Canopy"]),
         .library(name: "Persistence", targets: ["Persistence"]),
@@ -52,6 +53,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "Query", dependencies: ["Tree"], path: "Modules/Query", swiftSettings: swiftSettings),
+        .target(name: "Rules", dependencies: ["Tree"], path: "Modules/Rules", swiftSettings: swiftSettings),
         .target(
             name: "SyncEngine",
             dependencies: ["Tree", "Query"],
