@@ -188,6 +188,12 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "RulesTests",
+            dependencies: ["Tree", "Rules"],
+            resources: [.copy("Fixtures")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "PersistenceTests",
             dependencies: ["Tree", "Persistence", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
