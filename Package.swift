@@ -14,6 +14,7 @@ let package = Package(
     products: [
         .library(name: "Tree", targets: ["Tree"]),
         .library(name: "Query", targets: ["Query"]),
+        .library(name: "Rules", targets: ["Rules"]),
         .library(name: "SyncEngine", targets: ["SyncEngine"]),
         .library(name: "Canopy", targets: ["Canopy"]),
         .library(name: "Persistence", targets: ["Persistence"]),
@@ -54,6 +55,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "Query", dependencies: ["Tree"], path: "Modules/Query", swiftSettings: swiftSettings),
+        .target(name: "Rules", dependencies: ["Tree"], path: "Modules/Rules", swiftSettings: swiftSettings),
         .target(
             name: "SyncEngine",
             dependencies: ["Tree", "Query"],
@@ -195,6 +197,12 @@ let package = Package(
         .testTarget(
             name: "QueryTests",
             dependencies: ["Tree", "Query", .product(name: "PropertyBased", package: "swift-property-based")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RulesTests",
+            dependencies: ["Tree", "Rules"],
+            resources: [.copy("Fixtures")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,63 @@
+import Tree
+
+/// A rule expression compiled once, when the document is parsed: names resolved (a wildcard
+/// variable is a slot number, a method an enum case) and types checked as far as they can be, so
+/// that evaluating it walks this tree and nothing else.
+indirect enum CompiledExpression: Sendable {
+    case constant(RuleValue)
+    case auth
+    case now
+    case root
+    case data
+    case newData
+    /// The value of the n-th wildcard above the rule (outermost first).
+    case capture(Int)
+    case query(QueryField)
+    /// `object.key` on an object or `null` (and `length` of a string).
+    case member(CompiledExpression, ChildKey)
+    /// `object[key]` with a computed key.
+    case index(CompiledExpression, key: CompiledExpression)
+    case snapshotMethod(CompiledExpression, SnapshotMethod)
+    case stringMethod(CompiledExpression, StringMethod)
+    case not(CompiledExpression)
+    case negate(CompiledExpression)
+    case arithmetic(ArithmeticOperator, CompiledExpression, CompiledExpression)
+    case add(CompiledExpression, CompiledExpression)
+    case equal(CompiledExpression, CompiledExpression, negated: Bool)
+    case compare(ComparisonOperator, CompiledExpression, CompiledExpression)
+    /// `a && b && …`: false at the first false operand.
+    case all([CompiledExpression])
+    /// `a || b || …`: true at the first true operand.
+    case any([CompiledExpression])
+    case conditional(CompiledExpression, then: CompiledExpression, else: CompiledExpression)
+}
+
+/// The members of the `query` variable.
+enum QueryField: String, Sendable, CaseIterable {
+    case orderByKey, orderByValue, orderByPriority, orderByChild
+    case startAt, endAt, equalTo
+    case limitToFirst, limitToLast
+
+    var type: StaticType {
+        switch self {
+        case .orderByKey, .orderByValue, .orderByPriority: .boolean
+        case .orderByChild: [.string, .null]
+        case .startAt, .endAt, .equalTo: .primitive
+        case .limitToFirst, .limitToLast: [.number, .null]
+        }
+    }
+}
+
+enum ArithmeticOperator: String, Sendable {
+    case subtract = "-"
+    case multiply = "*"
+    case divide = "/"
+    case remainder = "%"
+}
+
+enum ComparisonOperator: String, Sendable {
+    case less = "<"
+    case lessOrEqual = "<="
+    case greater = ">"
+    case greaterOrEqual = ">="
+}

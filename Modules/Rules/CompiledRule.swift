@@ -1,0 +1,37 @@
+import Tree
+
+/// One `.read`, `.write` or `.validate` rule, compiled.
+struct CompiledRule: Sendable {
+    let kind: RuleKind
+    /// The location of the rule in the document (`/users/$uid`).
+    let rulePath: String
+    /// The expression as written.
+    let source: String
+    let expression: CompiledExpression
+
+    /// Evaluates the rule; an evaluation that fails, or gives something other than a boolean,
+    /// counts as false.
+    func evaluate(in context: EvaluationContext) -> RuleOutcome {
+        do {
+            let value = try expression.evaluate(context)
+            guard case .bool(let result) = value else {
+                return .failed(error: "the rule evaluated to a \(value.typeName), not a boolean")
+            }
+            return result ? .passed : .failed(error: nil)
+        } catch {
+            return .failed(error: error.reason)
+        }
+    }
+
+    /// This rule as applied at the data location `keys`.
+    func reference(at keys: some Collection<ChildKey>) -> RuleReference {
+        RuleReference(kind: kind, rulePath: rulePath, path: Path(keys: keys), expression: source)
+    }
+}
+
+/// How evaluating a rule ended.
+enum RuleOutcome {
+    case passed
+    /// False, or failed with `error`.
+    case failed(error: String?)
+}

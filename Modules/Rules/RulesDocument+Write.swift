@@ -1,0 +1,44 @@
+public import Tree
+
+extension RulesDocument {
+    /// Whether `auth` may replace the data at `path` by `value` (a set; an empty `value` deletes)
+    /// when the data is `root`.
+    ///
+    /// Allowed when a `.write` rule at `path` or above holds and every applicable `.validate` rule
+    /// holds (see ``RulesDocument``). `value` must have its server values resolved already, with
+    /// the same `now`.
+    public func canSet(_ path: Path, to value: Node, auth: AuthContext?, root: Node, now: Int64) -> RuleDecision {
+        canWrite([(path, value)], auth: auth, root: root, now: now)
+    }
+
+    /// Whether `auth` may apply a multi-path update at `path`: each of `children` replaces the
+    /// data at `path` + its relative path. Allowed only if every part is, with `newData` the
+    /// data after all of them; an update without children writes nothing and is allowed.
+    public func canUpdate(
+        _ path: Path, children: [(Path, Node)], auth: AuthContext?, root: Node, now: Int64
+    ) -> RuleDecision {
+        guard !children.isEmpty else { return .allowed(nil) }
+        return canWrite(children.map { (path.child($0.0), $0.1) }, auth: auth, root: root, now: now)
+    }
+
+    private func canWrite(_ parts: [(Path, Node)], auth: AuthContext?, root: Node, now: Int64) -> RuleDecision {
+        var newRoot = root
+        for (path, value) in parts { newRoot = newRoot.updating(at: path, to: value) }
+        var context = EvaluationContext(auth: auth, now: now, root: root, newRoot: newRoot)
+        var firstGrant: RuleReference?
+        for (path, _) in parts {
+            switch grant(.write, at: path, context: &context) {
+            case .granted(let rule): firstGrant = firstGrant ?? rule
+            case .notGranted(let tried): return .denied(.notGranted(.write, path: path, tried: tried))
+            }
+        }
+        if self.root.hasValidation {
+            var validation = WriteValidation(context: context)
+            let written = parts.map(\.0).sorted()
+            if let failure = validation.validate(self.root, data: root, newData: newRoot, writes: written[...]) {
+                return .denied(.invalidData(failure))
+            }
+        }
+        return .allowed(firstGrant)
+    }
+}

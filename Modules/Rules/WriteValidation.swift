@@ -1,0 +1,94 @@
+import Tree
+
+/// Runs the `.validate` rules a write must satisfy: at every location whose new data is not null
+/// among the written locations, those above them, and those inside the written values. Subtrees
+/// of the rules without `.validate` are skipped.
+struct WriteValidation {
+    var context: EvaluationContext
+    /// The location being validated, from the root.
+    private var keys: [ChildKey] = []
+
+    init(context: EvaluationContext) {
+        self.context = context
+        self.context.captures.removeAll()
+    }
+
+    /// Validates `location` (whose current data is `data`, new data `newData`) and, below it, the
+    /// written paths `writes` (relative to it, sorted; an empty one: the whole location was
+    /// written). Returns the first rule that fails.
+    mutating func validate(
+        _ location: RuleLocation, data: Node, newData: Node, writes: ArraySlice<Path>
+    ) -> RuleFailure? {
+        if let failure = check(location, data: data, newData: newData) { return failure }
+        if writes.contains(where: \.isEmpty) { return validateInside(location, data: data, newData: newData) }
+        var start = writes.startIndex
+        while start < writes.endIndex {
+            guard let key = writes[start].front else { break }
+            var end = start + 1
+            while end < writes.endIndex, writes[end].front == key { end += 1 }
+            if !key.isPriorityKey, let (child, captured) = location.child(key), child.hasValidation {
+                let below = writes[start..<end].map { $0.popFront() }
+                enter(key, captured: captured)
+                let failure = validate(child, data: data.child(key), newData: newData.child(key), writes: below[...])
+                leave(captured: captured)
+                if let failure { return failure }
+            }
+            start = end
+        }
+        return nil
+    }
+
+    /// Validates every location inside the written value `newData` (not `location` itself).
+    private mutating func validateInside(_ location: RuleLocation, data: Node, newData: Node) -> RuleFailure? {
+        guard newData.childCount > 0 else { return nil }
+        if location.wildcard != nil {
+            for (key, child) in newData.children {
+                guard let (childLocation, captured) = location.child(key), childLocation.hasValidation else { continue }
+                if let failure = validateChild(childLocation, key, captured, data: data, newData: child) {
+                    return failure
+                }
+            }
+        } else {
+            for (key, childLocation) in location.children where childLocation.hasValidation {
+                let child = newData.child(key)
+                guard !child.isEmpty else { continue }
+                if let failure = validateChild(childLocation, key, false, data: data, newData: child) { return failure }
+            }
+        }
+        return nil
+    }
+
+    private mutating func validateChild(
+        _ location: RuleLocation, _ key: ChildKey, _ captured: Bool, data: Node, newData: Node
+    ) -> RuleFailure? {
+        enter(key, captured: captured)
+        defer { leave(captured: captured) }
+        let childData = data.child(key)
+        if let failure = check(location, data: childData, newData: newData) { return failure }
+        return validateInside(location, data: childData, newData: newData)
+    }
+
+    private mutating func enter(_ key: ChildKey, captured: Bool) {
+        keys.append(key)
+        if captured { context.captures.append(key.string) }
+    }
+
+    private mutating func leave(captured: Bool) {
+        keys.removeLast()
+        if captured { context.captures.removeLast() }
+    }
+
+    /// The failure of the `.validate` rule of `location`, if it has one, the new data there is not
+    /// null, and the rule does not hold.
+    private mutating func check(_ location: RuleLocation, data: Node, newData: Node) -> RuleFailure? {
+        guard let rule = location.validate, !newData.isEmpty else { return nil }
+        context.data = RuleSnapshot(keys: keys[...], node: data)
+        context.newData = RuleSnapshot(keys: keys[...], node: newData, isNewData: true)
+        let outcome = rule.evaluate(in: context)
+        // Drop the snapshots' hold on `keys`, so that appending to it does not copy it.
+        context.data = context.root
+        context.newData = context.root
+        guard case .failed(let error) = outcome else { return nil }
+        return RuleFailure(rule: rule.reference(at: keys), error: error)
+    }
+}
