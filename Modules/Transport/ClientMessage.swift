@@ -18,8 +18,12 @@ public enum ClientAction: Sendable, Equatable {
     case onDisconnectCancel(path: String)
     /// `g`: one-shot read with an optional query.
     case get(path: String, query: JSONValue?)
-    /// `auth` / `gauth`: authenticate with a credential.
+    /// `auth`: authenticate with a credential (an ID token).
     case auth(credential: String)
+    /// `gauth`: authenticate with an admin credential; with `authVariable` (`authvar`, what the admin
+    /// SDKs send for `databaseAuthVariableOverride`), act as that identity under the rules; `.null`
+    /// (sent as `noauth: true`) acts unauthenticated.
+    case adminAuth(credential: String, authVariable: JSONValue?)
     /// `unauth`.
     case unauth
     /// `s`: client statistics (answered `ok`, otherwise ignored).
@@ -39,6 +43,7 @@ public enum ClientAction: Sendable, Equatable {
         case .onDisconnectCancel: "oc"
         case .get: "g"
         case .auth: "auth"
+        case .adminAuth: "gauth"
         case .unauth: "unauth"
         case .stats: "s"
         case .unknown(let action): action
@@ -156,7 +161,12 @@ extension ClientRequest {
             guard case .string(let credential)? = payload.credential else {
                 throw .invalidRequest(number: number, reason: "missing credential \"cred\"")
             }
-            action = .auth(credential: credential)
+            action =
+                actionName == "auth"
+                ? .auth(credential: credential)
+                : .adminAuth(
+                    credential: credential,
+                    authVariable: payload.noAuth == .bool(true) ? .null : payload.authVariable)
         case "unauth": action = .unauth
         case "s": action = .stats(payload.stats ?? .null)
         default: action = .unknown(action: actionName)
@@ -194,6 +204,13 @@ extension ClientRequest {
             body["q"] = query ?? [:]
         case .auth(let credential):
             body["cred"] = .string(credential)
+        case .adminAuth(let credential, let authVariable):
+            body["cred"] = .string(credential)
+            if authVariable == .null {
+                body["noauth"] = true
+            } else if let authVariable {
+                body["authvar"] = authVariable
+            }
         case .unauth, .unknown:
             break
         case .stats(let stats):

@@ -58,6 +58,8 @@ struct RequestFields {
         var query: JSONValue?
         var tag: JSONValue?
         var credential: JSONValue?
+        var authVariable: JSONValue?
+        var noAuth: JSONValue?
         var stats: JSONValue?
         var writeID: JSONValue?
 
@@ -69,6 +71,8 @@ struct RequestFields {
             case "q": query = value
             case "t": tag = value
             case "cred": credential = value
+            case "authvar": authVariable = value
+            case "noauth": noAuth = value
             case "c": stats = value
             case "w": writeID = value
             default: break

@@ -94,7 +94,12 @@ struct ClientMessageTests {
             (#"{"r":8,"a":"om","b":{"p":"a","d":{"x":1}}}"#, .onDisconnectMerge(path: "a", data: ["x": 1])),
             (#"{"r":9,"a":"oc","b":{"p":"a","d":null}}"#, .onDisconnectCancel(path: "a")),
             (#"{"r":10,"a":"g","b":{"p":"a","q":{}}}"#, .get(path: "a", query: [:])),
-            (#"{"r":11,"a":"gauth","b":{"cred":"token"}}"#, .auth(credential: "token")),
+            (#"{"r":11,"a":"gauth","b":{"cred":"token"}}"#, .adminAuth(credential: "token", authVariable: nil)),
+            (
+                #"{"r":11,"a":"gauth","b":{"cred":"token","authvar":{"uid":"ada"}}}"#,
+                .adminAuth(credential: "token", authVariable: ["uid": "ada"])
+            ),
+            (#"{"r":11,"a":"gauth","b":{"cred":"token","noauth":true}}"#, .adminAuth(credential: "token", authVariable: .null)),
             (#"{"r":12,"a":"unauth","b":{}}"#, .unauth),
             (#"{"r":13,"a":"s","b":{"c":{"sdk.js.9":1}}}"#, .stats(["sdk.js.9": 1])),
             (#"{"r":14,"a":"zz","b":{}}"#, .unknown(action: "zz")),
