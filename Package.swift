@@ -113,7 +113,7 @@ let package = Package(
         .target(
             name: "CanopyServer",
             dependencies: [
-                "Tree", "Query", "Persistence", "Transport", "Presence",
+                "Tree", "Query", "Persistence", "Transport", "Presence", "Auth", "Rules",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -133,7 +133,8 @@ let package = Package(
         .target(
             name: "CanopyTesting",
             dependencies: [
-                "CanopyServer", "Transport", "Tree",
+                "CanopyServer", "Auth", "Transport", "Tree",
+                .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -153,7 +154,7 @@ let package = Package(
         .executableTarget(
             name: "canopy-server",
             dependencies: [
-                "CanopyServer",
+                "CanopyServer", "Auth",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -247,7 +248,8 @@ let package = Package(
         .testTarget(
             name: "CanopyTests",
             dependencies: [
-                "Canopy", "CanopyTesting", "CanopyServer", "Persistence", "Transport", "Tree", "canopy-write-probe",
+                "Canopy", "CanopyTesting", "CanopyServer", "Auth", "Persistence", "Transport", "Tree",
+                "canopy-write-probe",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -256,7 +258,9 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "CanopyTesting", "CanopyServer", "Persistence", "Presence", "Transport", "Tree", "Query",
+                "CanopyTesting", "CanopyServer", "Persistence", "Presence", "Transport", "Tree", "Query", "Auth",
+                "Rules",
+                .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

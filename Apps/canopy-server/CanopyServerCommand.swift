@@ -1,4 +1,5 @@
 import ArgumentParser
+import Auth
 import CanopyServer
 import Foundation
 import Logging
@@ -68,6 +69,49 @@ struct CanopyServerCommand: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical. (CANOPY_LOG_LEVEL)")
     var logLevel: String = env("CANOPY_LOG_LEVEL") ?? "info"
 
+    @Option(
+        help: """
+            Rules document (JSON with comments, like Firebase's database.rules.json) applied to every \
+            namespace, replacing its stored rules. Without it a namespace that never had rules set allows \
+            everything. (CANOPY_RULES)
+            """)
+    var rules: String? = env("CANOPY_RULES")
+
+    @Option(help: "Secret of HS256 ID tokens, at least 32 bytes. (CANOPY_AUTH_SECRET)")
+    var authSecret: String? = env("CANOPY_AUTH_SECRET")
+
+    @Option(help: "JWKS file with the public keys of RS256 and ES256 ID tokens. (CANOPY_JWKS_FILE)")
+    var jwksFile: String? = env("CANOPY_JWKS_FILE")
+
+    @Option(
+        help: """
+            Issuer every ID token must name, e.g. https://securetoken.google.com/PROJECT. (CANOPY_AUTH_ISSUER)
+            """)
+    var authIssuer: String? = env("CANOPY_AUTH_ISSUER")
+
+    @Option(help: "Audience every ID token must name, e.g. the Firebase project id. (CANOPY_AUTH_AUDIENCE)")
+    var authAudience: String? = env("CANOPY_AUTH_AUDIENCE")
+
+    @Option(help: "Seconds of clock skew allowed on token expiry and start times. (CANOPY_AUTH_CLOCK_SKEW)")
+    var authClockSkew: Double = env("CANOPY_AUTH_CLOCK_SKEW").flatMap(Double.init) ?? 60
+
+    @Option(help: "Largest credential looked at, in bytes. (CANOPY_AUTH_MAX_TOKEN_BYTES)")
+    var authMaxTokenBytes: Int = env("CANOPY_AUTH_MAX_TOKEN_BYTES").flatMap(Int.init) ?? 8192
+
+    @Option(
+        help: """
+            Admin credential (the rules do not apply to it), sent as ?auth=SECRET or \
+            'Authorization: Bearer SECRET'. (CANOPY_ADMIN_SECRET)
+            """)
+    var adminSecret: String? = env("CANOPY_ADMIN_SECRET")
+
+    @Flag(
+        help: """
+            Behave like the Firebase emulator: 'owner' is the admin and the SDKs' unsigned mock tokens \
+            are accepted. Never on a server others can reach. (CANOPY_EMULATOR=true)
+            """)
+    var emulator = false
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard heartbeatInterval > 0 else { throw ValidationError("--heartbeat-interval must be positive") }
@@ -78,7 +122,10 @@ struct CanopyServerCommand: AsyncParsableCommand {
             throw ValidationError("--max-pending-outbound-bytes must be at least 65536")
         }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
-        for name in ["CANOPY_IN_MEMORY", "CANOPY_FSYNC"] where env(name) != nil && envFlag(name) == nil {
+        guard authClockSkew >= 0 else { throw ValidationError("--auth-clock-skew must not be negative") }
+        guard authMaxTokenBytes >= 256 else { throw ValidationError("--auth-max-token-bytes must be at least 256") }
+        for name in ["CANOPY_IN_MEMORY", "CANOPY_FSYNC", "CANOPY_EMULATOR"]
+        where env(name) != nil && envFlag(name) == nil {
             throw ValidationError("\(name) must be true or false (or 1 or 0), not \"\(env(name) ?? "")\"")
         }
     }
@@ -99,6 +146,15 @@ struct CanopyServerCommand: AsyncParsableCommand {
         configuration.maxPendingOutboundBytes = maxPendingOutboundBytes
         configuration.fsync = fsync
         configuration.shutdownTimeout = .milliseconds(Int(shutdownTimeout * 1000))
+        configuration.rulesFile = rules
+        configuration.authentication.sharedSecret = authSecret
+        configuration.authentication.keySet = jwksFile.map { .file(URL(fileURLWithPath: $0)) }
+        configuration.authentication.issuer = authIssuer
+        configuration.authentication.audience = authAudience
+        configuration.authentication.clockSkew = authClockSkew
+        configuration.authentication.maximumTokenBytes = authMaxTokenBytes
+        configuration.authentication.adminSecret = adminSecret
+        configuration.authentication.isEmulator = emulator || envFlag("CANOPY_EMULATOR") == true
         let server = CanopyServer(configuration: configuration, logger: logger)
         do {
             try await server.run(handleSignals: true)

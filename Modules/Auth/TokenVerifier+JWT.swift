@@ -30,7 +30,8 @@ extension TokenVerifier {
             uid: uid,
             provider: claims.provider,
             token: .object(claims.all),
-            expiresAt: claims.expiration?.value
+            // An emulator token's `exp` is not checked, so it does not end the session either.
+            expiresAt: header.alg == "none" ? nil : claims.expiration?.value
         )
     }
 

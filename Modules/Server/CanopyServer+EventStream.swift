@@ -23,6 +23,12 @@ final class EventStreamSubscriber: Subscriber {
         send(event: name, data: ["path": .string(relative.description), "data": push.data])
     }
 
+    /// Permission to read was lost: `cancel`, and the stream ends.
+    func revoke(path: Path, params: QueryParams) {
+        send(event: "cancel", data: .null)
+        finish()
+    }
+
     func send(event: String, data: JSONValue) {
         continuation.yield("event: \(event)\ndata: \(data.serialized())\n\n")
     }
@@ -32,8 +38,9 @@ final class EventStreamSubscriber: Subscriber {
 
 extension CanopyServer {
     /// `GET` with `Accept: text/event-stream`: the listener is registered and its first `put` queued
-    /// before the headers go out; `keep-alive` events follow at the configured interval.
-    func eventStream(_ rest: RESTRequest, database: Database) async -> Response {
+    /// before the headers go out; `keep-alive` events follow at the configured interval. A stream
+    /// the rules stop allowing gets `cancel` and ends.
+    func eventStream(_ rest: RESTRequest, caller: Caller, database: Database) async -> Response {
         let params: QueryParams
         do {
             params = try QueryParams(restParameters: rest.parameters)
@@ -41,8 +48,10 @@ extension CanopyServer {
             return Self.error(.badRequest, error.description)
         }
         let subscriber = EventStreamSubscriber(location: rest.path)
-        await database.listen(
-            subscriber, path: rest.path, params: params, queryID: params.queryIdentifier, tag: nil, hash: nil)
+        let allowed = await database.listen(
+            subscriber, path: rest.path, params: params, queryID: params.queryIdentifier, tag: nil, hash: nil,
+            caller: caller)
+        guard allowed else { return Self.permissionDenied }
         metrics.connections.increment()
         connections.streamStarted(subscriber)
         let keepalive = configuration.sseKeepaliveInterval

@@ -4,6 +4,7 @@ import Hummingbird
 import NIOCore
 import Prometheus
 import Query
+import Rules
 import Tree
 
 extension CanopyServer {
@@ -51,17 +52,22 @@ extension CanopyServer {
         } catch .storage(let reason) {
             return Self.error(.internalServerError, "Storage error: \(reason)")
         }
-        if rest.isRulesDocument { return try await rules(request, rest: rest, database: database) }
+        let caller: Caller
+        switch await self.caller(of: request, rest: rest) {
+        case .success(let found): caller = found
+        case .failure(let refusal): return refusal.response
+        }
+        if rest.isRulesDocument { return try await rules(request, rest: rest, caller: caller, database: database) }
         var body = request
         switch request.method {
         case .get:
             if request.headers[.accept]?.contains("text/event-stream") == true {
-                return await eventStream(rest, database: database)
+                return await eventStream(rest, caller: caller, database: database)
             }
-            return await read(rest, request: request, database: database)
+            return await read(rest, request: request, caller: caller, database: database)
         case .head:
             // The answer to a GET; NIO's encoder leaves out the body and keeps its length.
-            return await read(rest, request: request, database: database)
+            return await read(rest, request: request, caller: caller, database: database)
         case .put, .patch, .post:
             let json: JSONValue
             do {
@@ -69,9 +75,10 @@ extension CanopyServer {
             } catch let refusal {
                 return refusal.response
             }
-            return await write(request.method, json: json, rest: rest, request: request, database: database)
+            return await write(
+                request.method, json: json, rest: rest, request: request, caller: caller, database: database)
         case .delete:
-            return await write(.delete, json: .null, rest: rest, request: request, database: database)
+            return await write(.delete, json: .null, rest: rest, request: request, caller: caller, database: database)
         default:
             return Self.methodNotAllowed(request.method, allowed: HTTPRefusal.dataMethods)
         }
@@ -112,14 +119,16 @@ extension CanopyServer {
         }
     }
 
-    private func read(_ rest: RESTRequest, request: Request, database: Database) async -> Response {
+    private func read(_ rest: RESTRequest, request: Request, caller: Caller, database: Database) async -> Response {
         let params: QueryParams
         do {
             params = try QueryParams(restParameters: rest.parameters)
         } catch {
             return Self.error(.badRequest, error.description)
         }
-        let node = await database.read(rest.path, params: params)
+        guard let node = await database.read(rest.path, params: params, caller: caller) else {
+            return Self.permissionDenied
+        }
         let etag = Self.etag(node)
         if let expected = request.headers[.ifNoneMatch], expected == etag {
             var headers = HTTPFields()
@@ -150,7 +159,8 @@ extension CanopyServer {
     }
 
     private func write(
-        _ method: HTTPRequest.Method, json: JSONValue, rest: RESTRequest, request: Request, database: Database
+        _ method: HTTPRequest.Method, json: JSONValue, rest: RESTRequest, request: Request, caller: Caller,
+        database: Database
     ) async -> Response {
         let ifMatch = request.headers[.ifMatch]
         let expectedHash = ifMatch.map { $0 == "null_etag" ? "" : $0 }
@@ -160,7 +170,7 @@ extension CanopyServer {
         case .patch:
             let path = rest.path
             outcome = await withCheckedContinuation { continuation in
-                Task { await database.update(path, json: json) { continuation.resume(returning: $0) } }
+                Task { await database.update(path, json: json, as: caller) { continuation.resume(returning: $0) } }
             }
         case .post:
             let id = database.pushIDs.next(now: Int64(Database.now()))
@@ -168,7 +178,7 @@ extension CanopyServer {
             answer = ["name": .string(id)]
             outcome = await withCheckedContinuation { continuation in
                 Task {
-                    await database.set(path, json: json, expectedHash: expectedHash) {
+                    await database.set(path, json: json, expectedHash: expectedHash, as: caller) {
                         continuation.resume(returning: $0)
                     }
                 }
@@ -177,7 +187,7 @@ extension CanopyServer {
             let path = rest.path
             outcome = await withCheckedContinuation { continuation in
                 Task {
-                    await database.set(path, json: json, expectedHash: expectedHash) {
+                    await database.set(path, json: json, expectedHash: expectedHash, as: caller) {
                         continuation.resume(returning: $0)
                     }
                 }
@@ -197,31 +207,51 @@ extension CanopyServer {
             // transaction attempt in place of a fresh read).
             let body = current.json(exportFormat: rest.parameters["format"] == "export")
             return Self.json(body, status: .preconditionFailed, headers: headers, rest: rest)
+        case .rejected(let error) where error == .permissionDenied:
+            return Self.permissionDenied
         case .rejected(let error):
             return Self.error(.badRequest, error.message)
         }
     }
 
-    private func rules(_ request: Request, rest: RESTRequest, database: Database) async throws -> Response {
+    /// `GET` (the text as set; with `format=strict`, its JSON without comments) and
+    /// `PUT /.settings/rules.json`, for the admin only. A document that does not parse is refused
+    /// with its line, column and reason, and the rules in force stay.
+    private func rules(
+        _ request: Request, rest: RESTRequest, caller: Caller, database: Database
+    ) async throws -> Response {
+        guard [.get, .head, .put].contains(request.method) else {
+            return Self.methodNotAllowed(request.method, allowed: "GET, HEAD, PUT, OPTIONS")
+        }
+        guard caller.isAdmin else { return Self.permissionDenied }
         var request = request
         switch request.method {
         case .get, .head:
-            return Self.json(await database.rules, status: .ok, headers: [:], rest: rest)
+            let text = await database.rulesText
+            if rest.parameters["format"] == "strict", let strict = try? RulesDocument.strictJSON(of: text) {
+                return Self.json(strict, status: .ok, headers: [:], rest: rest)
+            }
+            var headers = HTTPFields()
+            headers[.contentType] = "application/json; charset=utf-8"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
         case .put:
-            guard request.headers[.authorization] == "Bearer owner" else {
-                return Self.error(.unauthorized, "Permission denied")
-            }
-            let document: JSONValue
+            let text: String
             do {
-                document = try await Self.jsonBody(of: &request, limit: configuration.maxMessageBytes)
-            } catch let refusal {
-                return refusal.response
+                let buffer = try await request.collectBody(upTo: configuration.maxMessageBytes)
+                text = String(buffer: buffer)
+            } catch is NIOTooManyBytesError {
+                return BodyRefusal.tooLarge(limit: configuration.maxMessageBytes).response
+            } catch {
+                return BodyRefusal.malformed(error).response
             }
-            guard case .object(let members) = document, case .object? = members["rules"] else {
-                return Self.error(.badRequest, "A rules document is an object with a \"rules\" object")
+            let document: RulesDocument
+            do {
+                document = try RulesDocument(parsing: text)
+            } catch {
+                return Self.error(.badRequest, "Line \(error.line), column \(error.column): \(error.reason)")
             }
             let failure: (any Error)? = await withCheckedContinuation { continuation in
-                Task { await database.setRules(document) { continuation.resume(returning: $0) } }
+                Task { await database.setRules(document, text: text) { continuation.resume(returning: $0) } }
             }
             if let failure { return Self.error(.internalServerError, "Could not store the rules: \(failure)") }
             return Self.json(["status": "ok"], status: .ok, headers: [:], rest: rest)
@@ -229,6 +259,9 @@ extension CanopyServer {
             return Self.methodNotAllowed(request.method, allowed: "GET, HEAD, PUT, OPTIONS")
         }
     }
+
+    /// 401 `{"error": "Permission denied"}`, exactly what Firebase answers for a rules denial.
+    static var permissionDenied: Response { error(.unauthorized, "Permission denied") }
 
     /// 405 with the `Allow` header and a message naming the allowed methods.
     static func methodNotAllowed(_ method: HTTPRequest.Method, allowed: String) -> Response {

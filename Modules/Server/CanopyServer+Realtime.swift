@@ -58,14 +58,17 @@ extension CanopyServer {
 
     /// A put or merge as a step for ``Database/perform(_:)``; `nil` for other requests.
     private static func write(for request: ClientRequest, on connection: RealtimeConnection) -> DatabaseWrite? {
-        write(for: request.action, writeID: request.writeID, answer: answer(request.number, on: connection))
+        write(
+            for: request.action, writeID: request.writeID, as: connection.caller,
+            answer: answer(request.number, on: connection))
     }
 
     /// A put or merge as a step for ``Database/perform(_:)`` that hands its outcome to `answer`;
     /// `nil` for other actions. A put or merge at an invalid path becomes a step that refuses it. A write named by `writeID` that already ran is answered as it was
     /// then, not run again (see ``AppliedWrites``).
     static func write(
-        for action: ClientAction, writeID: WriteID? = nil, answer: @escaping @Sendable (WriteOutcome) -> Void
+        for action: ClientAction, writeID: WriteID? = nil, as caller: Caller,
+        answer: @escaping @Sendable (WriteOutcome) -> Void
     ) -> DatabaseWrite? {
         switch action {
         case .put(let text, let data, let hash):
@@ -77,7 +80,7 @@ extension CanopyServer {
             }
             return { database in
                 database.once(writeID, at: path, reply: answer) { reply in
-                    database.set(path, json: data, expectedHash: hash, reply: reply)
+                    database.set(path, json: data, expectedHash: hash, as: caller, reply: reply)
                 }
             }
         case .merge(let text, let data):
@@ -89,7 +92,7 @@ extension CanopyServer {
             }
             return { database in
                 database.once(writeID, at: path, reply: answer) { reply in
-                    database.update(path, json: data, reply: reply)
+                    database.update(path, json: data, as: caller, reply: reply)
                 }
             }
         default:
@@ -127,11 +130,13 @@ extension CanopyServer {
                 return
             }
             // Answered once its data was pushed (in commit order; see `Database.listen`).
-            await database.listen(
-                connection, path: path, params: params, queryID: params.queryIdentifier, tag: tag, hash: hash
+            let allowed = await database.listen(
+                connection, path: path, params: params, queryID: params.queryIdentifier, tag: tag, hash: hash,
+                caller: connection.caller
             ) { warnings in
                 connection.send(.ok(number, data: warnings.isEmpty ? [:] : ["w": .array(warnings.map { .string($0) })]))
             }
+            if !allowed { fail(.permissionDenied) }
         case .unlisten(let text, let query, _):
             guard let path = path(text) else { return }
             let queryID = (try? QueryParams(wireObject: query))?.queryIdentifier ?? "default"
@@ -143,6 +148,10 @@ extension CanopyServer {
         case .onDisconnectPut, .onDisconnectMerge:
             switch Self.disconnectOperation(for: request.action) {
             case .success(let operation)?:
+                // Checked now as a write made now would be, and again when it runs.
+                guard await database.mayRegister(operation, as: connection.caller) else {
+                    return fail(.permissionDenied)
+                }
                 _ = connection.register(operation)
                 connection.send(.ok(number))
             case .failure(let error)?: fail(error)
@@ -156,12 +165,23 @@ extension CanopyServer {
             guard let path = path(text) else { return }
             do {
                 let params = try QueryParams(wireObject: query)
-                let data = await database.read(path, params: params)
+                guard let data = await database.read(path, params: params, caller: connection.caller) else {
+                    return fail(.permissionDenied)
+                }
                 connection.send(.ok(number, data: data.json(exportFormat: true)))
             } catch {
                 fail(WriteError(status: "invalid_query", message: error.description))
             }
-        case .auth, .unauth, .stats:
+        case .auth(let credential):
+            await authenticate(connection, credential: credential, admin: nil, request: number, database: database)
+        case .adminAuth(let credential, let authVariable):
+            await authenticate(
+                connection, credential: credential, admin: AdminAuth(authVariable: authVariable), request: number,
+                database: database)
+        case .unauth:
+            await connection.setCaller(.unauthenticated, expiresAt: nil, database: database)
+            connection.send(.ok(number))
+        case .stats:
             connection.send(.ok(number))
         case .unknown(let action):
             connection.send(

@@ -1,8 +1,10 @@
+import Auth
 import Foundation
 import Hummingbird
 import HummingbirdCore
 public import Logging
 import NIOCore
+import Rules
 import ServiceLifecycle
 import Synchronization
 import UnixSignals
@@ -29,6 +31,7 @@ public struct CanopyServer: Sendable {
     let sessions = SessionRegistry()
     let connections = OpenConnections()
     let flushBatches = FlushBatches()
+    let authenticator = Authenticator()
     let logger: Logger
     private let boundPort = BoundPort()
 
@@ -88,6 +91,7 @@ public struct CanopyServer: Sendable {
         handleSignals: Bool = false, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
         try configuration.prepareDataDirectory()
+        try await prepareAuthentication()
         let application = makeApplication(onRunning: onRunning)
         // A service group shuts its services down in reverse order, each after the one behind it.
         var group = ServiceGroupConfiguration(
@@ -108,6 +112,31 @@ public struct CanopyServer: Sendable {
             throw StartupError.addressInUse(host: configuration.host, port: configuration.port)
         }
         logger.info("canopy-server stopped")
+    }
+
+    /// Makes the token verifier and reads the rules file, before anything is served.
+    private func prepareAuthentication() async throws(StartupError) {
+        do {
+            authenticator.start(try await TokenVerifier(configuration: configuration.authentication))
+        } catch {
+            throw .authentication(problem: error.description)
+        }
+        if configuration.authentication.isEmulator {
+            logger.warning(
+                "emulator mode: 'owner' is the admin and unsigned tokens are accepted; do not expose this server")
+        }
+        guard let file = configuration.rulesFile else { return }
+        let text: String
+        do {
+            text = try String(contentsOfFile: file, encoding: .utf8)
+        } catch {
+            throw .rules(path: file, problem: "cannot read it (\(error.localizedDescription))")
+        }
+        do {
+            await databases.useRules(StartupRules(text: text, document: try RulesDocument(parsing: text)))
+        } catch {
+            throw .rules(path: file, problem: error.description)
+        }
     }
 
     static func queryParameters(of target: String) -> [String: String] {

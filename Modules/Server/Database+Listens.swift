@@ -4,7 +4,8 @@ import Tree
 
 extension Database {
     /// Registers a listen, delivers its initial data to `subscriber`, then calls `reply` with the
-    /// warnings for its answer (`no_index`).
+    /// warnings for its answer (`no_index`). Returns `false`, registering nothing and never calling
+    /// `reply`, when the rules do not let `caller` read it.
     ///
     /// Plain listens get the data at `path`; filtered queries get their window, tagged, and keep a
     /// server-side ``View`` so later writes push only what entered, changed in or left the window.
@@ -13,17 +14,19 @@ extension Database {
     /// it is delivered in commit order (``deliverInCommitOrder(_:to:then:)``): after the updates of
     /// the writes it includes, which the subscriber may also get through another of its listens,
     /// and before those of every later write.
+    @discardableResult
     func listen(
         _ subscriber: any Subscriber, path: Path, params: QueryParams, queryID: String, tag: Int?, hash: String?,
-        reply: @escaping @Sendable ([String]) -> Void = { _ in }
-    ) {
+        caller: Caller, reply: @escaping @Sendable ([String]) -> Void = { _ in }
+    ) -> Bool {
+        guard mayRead(path, params: params, caller: caller) else { return false }
         let data = root.child(at: path)
         var warnings: [String] = []
         if case .child(let child) = params.index, !indexedChildren(at: path).contains(child.wireString) {
             warnings.append("no_index")
         }
         var listener = Listener(
-            subscriber: subscriber, path: path, queryID: queryID, params: params, tag: tag, view: nil)
+            subscriber: subscriber, path: path, queryID: queryID, params: params, tag: tag, caller: caller, view: nil)
         let push: Push?
         if params.loadsAllData {
             // Skip resending data the client already holds; hash only when it sent one.
@@ -38,6 +41,7 @@ extension Database {
         }
         if listeners.add(listener) { metrics.listeners.increment() }
         deliverInCommitOrder(push, to: subscriber) { [warnings] in reply(warnings) }
+        return true
     }
 
     func unlisten(subscriberID: Int, path: Path, queryID: String) {
@@ -53,8 +57,10 @@ extension Database {
         metrics.listeners.decrement(by: Double(before - listeners.count))
     }
 
-    /// The data a one-shot read of `params` at `path` returns (the query applied on the server).
-    func read(_ path: Path, params: QueryParams) -> Node {
+    /// The data a one-shot read of `params` at `path` returns (the query applied on the server);
+    /// `nil` when the rules do not let `caller` read it.
+    func read(_ path: Path, params: QueryParams, caller: Caller) -> Node? {
+        guard mayRead(path, params: params, caller: caller) else { return nil }
         let data = root.child(at: path)
         if params.loadsAllData { return data }
         var none: ChildChangeAccumulator?

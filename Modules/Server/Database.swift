@@ -3,6 +3,7 @@ import Logging
 import Persistence
 import Prometheus
 import Query
+import Rules
 import Transport
 import Tree
 
@@ -34,9 +35,13 @@ actor Database {
     private let store: any ServerStore
     var listeners = ListenerTree()
     let metrics: ServerMetrics
-    private let logger: Logger
+    let logger: Logger
     let pushIDs = PushIDGenerator()
-    private(set) var rules: JSONValue
+    /// The rules in force, compiled, and the text they were set from.
+    private(set) var rules: RulesDocument
+    private(set) var rulesText: String
+    /// Whether rules were ever set: until then everything is allowed and nothing is evaluated.
+    private(set) var enforcesRules: Bool
     /// Set from a storage failure until the tree in memory was reloaded from the store; writes are
     /// refused meanwhile.
     private var recovering = false
@@ -45,17 +50,54 @@ actor Database {
     /// How the writes clients named with a ``WriteID`` ended; also updated from commit callbacks.
     let appliedWrites = AppliedWrites()
 
-    /// The default rules document: everything readable and writable (rules are not enforced yet).
-    static let openRules: JSONValue = ["rules": [".read": true, ".write": true]]
+    /// The rules of a namespace that never had rules set: everything readable and writable.
+    static let openRulesText = """
+        {
+          "rules": {
+            ".read": true,
+            ".write": true
+          }
+        }
+        """
 
-    init(name: String, store: any ServerStore, commits: CommitQueue, metrics: ServerMetrics, logger: Logger) throws {
+    /// Opens the database; `rules`, when given (`canopy-server --rules`), replaces the stored rules.
+    init(
+        name: String, store: any ServerStore, commits: CommitQueue, metrics: ServerMetrics, logger: Logger,
+        rules override: StartupRules? = nil
+    ) throws {
         self.name = name
         self.store = store
         self.commits = commits
         self.metrics = metrics
         self.logger = logger
         self.root = try store.loadTree()
-        self.rules = try store.setting("rules") ?? Self.openRules
+        if let override {
+            (rules, rulesText, enforcesRules) = (override.document, override.text, true)
+            try store.setSetting("rules", .string(override.text))
+            return
+        }
+        let stored: String? =
+            switch try store.setting("rules") {
+            case .string(let text)?: text
+            // Stored before rules were enforced, as parsed JSON.
+            case let document? where document != .null: document.serialized(pretty: true)
+            default: nil
+            }
+        guard let stored else {
+            (rules, rulesText, enforcesRules) = (.allowAll, Self.openRulesText, false)
+            return
+        }
+        rulesText = stored
+        enforcesRules = true
+        do {
+            rules = try RulesDocument(parsing: stored)
+        } catch {
+            // Refusing everyone is safe; opening everything to everyone is not.
+            rules = .denyAll
+            logger.error(
+                "the stored rules do not parse; every request but the admin's is refused until rules are set",
+                metadata: ["namespace": "\(name)", "error": "\(error)"])
+        }
     }
 
     /// Milliseconds since 1970 on the server's clock.
@@ -167,7 +209,7 @@ actor Database {
     /// `set(path, json)`; with `expectedHash`, a compare-and-set against the current hash
     /// (`""` for absent data). `reply` runs once the write is durable and its updates were pushed.
     func set(
-        _ path: Path, json: JSONValue, expectedHash: String? = nil,
+        _ path: Path, json: JSONValue, expectedHash: String? = nil, as caller: Caller,
         reply: @escaping @Sendable (WriteOutcome) -> Void
     ) {
         let context = ServerValueContext(now: Self.now())
@@ -183,6 +225,10 @@ actor Database {
             refuse(refusal, reply: reply)
             return
         }
+        guard maySet(path, to: node, caller: caller) else {
+            refuse(.permissionDenied, reply: reply)
+            return
+        }
         if let expectedHash, root.child(at: path).hash != expectedHash {
             let current = root.child(at: path)
             submit([]) { _ in reply(.datastale(current: current)) }
@@ -194,7 +240,9 @@ actor Database {
     }
 
     /// A multi-path update: each member of `json` is a path relative to `path`.
-    func update(_ path: Path, json: JSONValue, reply: @escaping @Sendable (WriteOutcome) -> Void) {
+    func update(
+        _ path: Path, json: JSONValue, as caller: Caller, reply: @escaping @Sendable (WriteOutcome) -> Void
+    ) {
         guard case .object(let members) = json else {
             refuse(.invalidData("an update must be an object of paths and values"), reply: reply)
             return
@@ -212,6 +260,10 @@ actor Database {
         }
         if let refusal = refuseWhileRecovering() {
             refuse(refusal, reply: reply)
+            return
+        }
+        guard mayUpdate(path, children: children.map { ($0.key, $0.value) }, caller: caller) else {
+            refuse(.permissionDenied, reply: reply)
             return
         }
         if children.isEmpty {
@@ -306,8 +358,9 @@ actor Database {
         }
     }
 
-    /// Runs a connection's onDisconnect writes (no one to answer).
-    func runDisconnectWrites(_ operations: [(path: Path, json: JSONValue, isUpdate: Bool)]) {
+    /// Runs a connection's onDisconnect writes (no one to answer), each checked against the rules
+    /// now, as `caller`.
+    func runDisconnectWrites(_ operations: [(path: Path, json: JSONValue, isUpdate: Bool)], as caller: Caller) {
         let logger = logger
         for operation in operations {
             let reply: @Sendable (WriteOutcome) -> Void = { outcome in
@@ -317,39 +370,31 @@ actor Database {
                 }
             }
             if operation.isUpdate {
-                update(operation.path, json: operation.json, reply: reply)
+                update(operation.path, json: operation.json, as: caller, reply: reply)
             } else {
-                set(operation.path, json: operation.json, reply: reply)
+                set(operation.path, json: operation.json, as: caller, reply: reply)
             }
         }
     }
 
     // MARK: Rules
 
-    /// Stores `document` as the rules, then uses it: if the store refuses it, the rules in force
-    /// stay as they were.
-    func setRules(_ document: JSONValue, reply: @escaping @Sendable ((any Error)?) -> Void) {
+    /// Replaces the rules by `document` (parsed from `text`) once stored; if the store refuses it, the
+    /// rules in force stay as they were. Listeners the new rules no longer allow are revoked.
+    func setRules(_ document: RulesDocument, text: String, reply: @escaping @Sendable ((any Error)?) -> Void) {
         do {
-            try store.setSetting("rules", document)
+            try store.setSetting("rules", .string(text))
         } catch {
             reply(error)
             return
         }
-        rules = document
+        (rules, rulesText, enforcesRules) = (document, text, true)
+        revokeListeners(of: nil)
         reply(nil)
     }
 
-    /// The `.indexOn` entries of the rules at `path` (wildcards `$x` match any key).
+    /// The `.indexOn` entries of the rules at `path`.
     func indexedChildren(at path: Path) -> [String] {
-        var node: JSONValue? = rules["rules"]
-        for key in path.components {
-            guard case .object(let members)? = node else { return [] }
-            node = members[key.string] ?? members.first { $0.key.hasPrefix("$") }?.value
-        }
-        switch node?[".indexOn"] {
-        case .string(let single)?: return [single]
-        case .array(let many)?: return many.compactMap(\.stringValue)
-        default: return []
-        }
+        rules.indexOn(at: path)
     }
 }

@@ -12,11 +12,18 @@ actor DatabaseRegistry {
     private let configuration: ServerConfiguration
     private let metrics: ServerMetrics
     private let logger: Logger
+    /// Rules given at start (`--rules`), applied to each database as it opens.
+    private var startupRules: StartupRules?
 
     init(configuration: ServerConfiguration, metrics: ServerMetrics, logger: Logger) {
         self.configuration = configuration
         self.metrics = metrics
         self.logger = logger
+    }
+
+    /// Applies `rules` to every database opened from now on (before any is, at start).
+    func useRules(_ rules: StartupRules) {
+        startupRules = rules
     }
 
     /// Whether `name` can name a database: 1–63 of `a-z`, `0-9`, `-`, `_`.
@@ -58,7 +65,8 @@ actor DatabaseRegistry {
         }
         let database: Database
         do {
-            database = try Database(name: name, store: store, commits: queue, metrics: metrics, logger: logger)
+            database = try Database(
+                name: name, store: store, commits: queue, metrics: metrics, logger: logger, rules: startupRules)
         } catch {
             throw storageFailure(name, error)
         }

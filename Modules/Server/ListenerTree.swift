@@ -8,6 +8,8 @@ struct Listener {
     let queryID: String
     let params: QueryParams
     let tag: Int?
+    /// Who listens, as the rules see it (updated when the connection authenticates again).
+    var caller: Caller
     /// The server-side view of a filtered query (nil for queries that load all data).
     var view: View?
 }
@@ -108,6 +110,28 @@ struct ListenerTree {
             guard let child = parent.children[key], child.listeners.isEmpty, child.children.isEmpty else { return }
             parent.children[key] = nil
         }
+    }
+
+    /// Visits every listener of `subscriberID` (none other is looked at).
+    func forEach(of subscriberID: Int, _ body: (inout Listener) -> Void) {
+        guard let own = registrations[subscriberID] else { return }
+        for registration in own {
+            guard let node = location(at: registration.path, create: false) else { continue }
+            let key = ListenerKey(subscriberID: subscriberID, queryID: registration.queryID)
+            if var listener = node.listeners[key] {
+                body(&listener)
+                node.listeners[key] = listener
+            }
+        }
+    }
+
+    /// Every listener, with where it listens.
+    func all() -> [Listener] {
+        var found: [Listener] = []
+        found.reserveCapacity(count)
+        forEachAtOrAbove(.root) { _, listener in found.append(listener) }
+        forEachBelow(.root) { _, listener in found.append(listener) }
+        return found
     }
 
     /// Visits the listeners at locations containing `path` (root first, `path` itself last).

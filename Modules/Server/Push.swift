@@ -1,4 +1,5 @@
 public import NIOCore
+public import Query
 import Synchronization
 import Transport
 public import Tree
@@ -48,6 +49,8 @@ public protocol Subscriber: AnyObject, Sendable {
     /// Unique among live subscribers.
     var subscriberID: Int { get }
     func deliver(_ push: Push)
+    /// The listen at `path` with `params` was removed: the rules no longer allow its reader.
+    func revoke(path: Path, params: QueryParams)
 }
 
 /// Hands out subscriber ids.

@@ -51,6 +51,11 @@ final class RealtimeConnection: Subscriber, FlushTarget {
     }
 
     private struct State {
+        /// Who the connection acts as (`auth`, `gauth`, `unauth`; unauthenticated until then).
+        var caller = Caller.unauthenticated
+        /// Counts credential changes, so that an expiry timer of an earlier credential does nothing.
+        var credential = 0
+        var expiry: Task<Void, Never>?
         var disconnect = DisconnectOperations()
         /// Set once the operations were run (on close, or when a newer connection took over).
         var retired = false
@@ -167,6 +172,10 @@ final class RealtimeConnection: Subscriber, FlushTarget {
 
     func deliver(_ push: Push) { enqueue(.text(push.wireBuffer)) }
 
+    func revoke(path: Path, params: QueryParams) {
+        enqueue(.message(.listenRevoked(path: path.wireString, query: params.wireObject)))
+    }
+
     func send(_ message: ServerMessage) { enqueue(.message(message)) }
 
     /// Closes the WebSocket (with `code`) once everything queued so far was written.
@@ -231,6 +240,48 @@ final class RealtimeConnection: Subscriber, FlushTarget {
         }
     }
 
+    // MARK: Credentials
+
+    /// Who the connection acts as now.
+    var caller: Caller { state.withLock { $0.caller } }
+
+    /// Acts as `caller` from now on (until `expiresAt`, when the server sends `ac` with
+    /// `expired_token` and the connection is unauthenticated again); listens the rules no longer
+    /// allow it are revoked.
+    func setCaller(_ caller: Caller, expiresAt: Date?, database: Database) async {
+        let generation = state.withLock { state -> Int in
+            state.caller = caller
+            state.credential += 1
+            state.expiry?.cancel()
+            state.expiry = nil
+            return state.credential
+        }
+        await database.reauthenticate(subscriberID, as: caller)
+        guard let expiresAt else { return }
+        let timer = Task { [weak self] in
+            let delay = expiresAt.timeIntervalSinceNow
+            if delay > 0 { try? await Task.sleep(for: .milliseconds(Int64(delay * 1000))) }
+            guard !Task.isCancelled, let self else { return }
+            await self.expire(generation: generation, database: database)
+        }
+        state.withLock { state in
+            if state.credential == generation { state.expiry = timer } else { timer.cancel() }
+        }
+    }
+
+    private func expire(generation: Int, database: Database) async {
+        let expired = state.withLock { state -> Bool in
+            guard state.credential == generation, !state.retired else { return false }
+            state.caller = .unauthenticated
+            state.credential += 1
+            state.expiry = nil
+            return true
+        }
+        guard expired else { return }
+        send(.authRevoked(status: "expired_token", reason: "Auth token is expired."))
+        await database.reauthenticate(subscriberID, as: .unauthenticated)
+    }
+
     // MARK: onDisconnect
 
     func register(_ operation: DisconnectOperation) -> Bool {
@@ -250,6 +301,8 @@ final class RealtimeConnection: Subscriber, FlushTarget {
         state.withLock { state in
             guard !state.retired else { return [] }
             state.retired = true
+            state.expiry?.cancel()
+            state.expiry = nil
             return state.disconnect.takeAll()
         }
     }
@@ -301,6 +354,6 @@ extension CanopyServer {
                 case .set(let json): (operation.path, json, false)
                 case .update(let members): (operation.path, .object(members), true)
                 }
-            })
+            }, as: connection.caller)
     }
 }

@@ -1,3 +1,5 @@
+public import Auth
+
 /// How a ``CanopyServer`` runs. Every field has a working default.
 public struct ServerConfiguration: Sendable {
     /// Address to bind (default `127.0.0.1`).
@@ -24,6 +26,13 @@ public struct ServerConfiguration: Sendable {
     /// Longest a graceful shutdown waits for connections to close and hand over their onDisconnect
     /// writes before it cancels what is left (queued commits are still written).
     public var shutdownTimeout: Duration = .seconds(10)
+    /// How clients prove who they are: the keys of ID tokens, their issuer and audience, the admin
+    /// secret, emulator mode. By default no token is accepted and every client is unauthenticated.
+    public var authentication = TokenVerifierConfiguration()
+    /// A rules document (JSON with comments, as Firebase's `database.rules.json`) applied to every
+    /// namespace when it opens, replacing the rules it stored; `nil` keeps each namespace's own.
+    /// A namespace that never had rules set allows everything.
+    public var rulesFile: String?
 
     public init() {}
 }

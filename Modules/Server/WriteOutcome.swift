@@ -25,6 +25,9 @@ public struct WriteError: Error, Sendable, Equatable, CustomStringConvertible {
         WriteError(status: "invalid_path", message: error.description)
     }
 
+    /// What the rules refused: status `permission_denied`, and nothing said of which rule.
+    public static let permissionDenied = WriteError(status: "permission_denied", message: "Permission denied")
+
     public static func invalidData(_ message: String) -> WriteError {
         WriteError(status: "invalid_data", message: message)
     }

@@ -1,3 +1,4 @@
+import Auth
 public import CanopyServer
 import Foundation
 public import Logging
@@ -39,7 +40,8 @@ public struct TestServer: Sendable {
 
     /// The configuration tests start from: port 0, 127.0.0.1, a 5 s heartbeat (short, yet long
     /// enough for a client on a busy machine to answer each ping), a 1 s event-stream keep-alive,
-    /// and no fsync (commits still survive the process ending, which is what tests need).
+    /// no fsync (commits still survive the process ending, which is what tests need), and emulator
+    /// mode (`owner` is the admin, as in the Firebase emulator that client tests run against).
     public static func defaultConfiguration(dataDirectory: String?) -> ServerConfiguration {
         var configuration = ServerConfiguration()
         configuration.host = "127.0.0.1"
@@ -48,6 +50,7 @@ public struct TestServer: Sendable {
         configuration.heartbeatInterval = .seconds(5)
         configuration.sseKeepaliveInterval = .seconds(1)
         configuration.fsync = false
+        configuration.authentication.isEmulator = true
         return configuration
     }
 

@@ -9,10 +9,13 @@ struct ListenerTreeTests {
     final class Recorder: Subscriber {
         let subscriberID = SubscriberIDs.make()
         func deliver(_ push: Push) {}
+        func revoke(path: Path, params: QueryParams) {}
     }
 
     static func listener(_ subscriber: Recorder, _ path: Path, query: String = "default") -> Listener {
-        Listener(subscriber: subscriber, path: path, queryID: query, params: .default, tag: nil, view: nil)
+        Listener(
+            subscriber: subscriber, path: path, queryID: query, params: .default, tag: nil, caller: .unauthenticated,
+            view: nil)
     }
 
     static func subscribers(atOrAbove path: Path, in tree: ListenerTree) -> [Int] {

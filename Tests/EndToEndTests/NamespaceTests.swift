@@ -122,7 +122,9 @@ struct NamespaceTests {
             #expect(try await server.http(.GET, "/other.json?ns=second").json == 2)
             #expect(try await server.http(.GET, "/other.json?ns=keep").json == .null)
             #expect(
-                try await server.http(.GET, "/.settings/rules.json?ns=keep").json == (try JSONValue(parsing: rules)))
+                try await server.http(
+                    .GET, "/.settings/rules.json?ns=keep", headers: [("Authorization", "Bearer owner")]
+                ).json == (try JSONValue(parsing: rules)))
         }
         #expect(FileManager.default.fileExists(atPath: folder), "a given folder must not be removed")
     }

@@ -206,7 +206,9 @@ struct RESTTests {
 
     @Test func rulesDocumentCanBeReadAndReplacedByTheOwnerOnly() async throws {
         try await withTestServer { server in
-            let initial = try await server.http(.GET, "/.settings/rules.json")
+            let owner = [("Authorization", "Bearer owner")]
+            #expect(try await server.http(.GET, "/.settings/rules.json").status == 401)
+            let initial = try await server.http(.GET, "/.settings/rules.json", headers: owner)
             #expect(initial.status == 200)
             #expect(initial.json?["rules"]?.objectValue != nil)
 
@@ -217,12 +219,14 @@ struct RESTTests {
             let wrongToken = try await server.http(
                 .PUT, "/.settings/rules.json", headers: [("Authorization", "Bearer someone")], body: rules)
             #expect(wrongToken.status == 401)
-            #expect(try await server.http(.GET, "/.settings/rules.json").json == initial.json)
+            #expect(try await server.http(.GET, "/.settings/rules.json", headers: owner).json == initial.json)
 
             let accepted = try await server.http(
                 .PUT, "/.settings/rules.json", headers: [("Authorization", "Bearer owner")], body: rules)
             #expect(accepted.status == 200)
-            #expect(try await server.http(.GET, "/.settings/rules.json").json == (try JSONValue(parsing: rules)))
+            #expect(
+                try await server.http(.GET, "/.settings/rules.json", headers: owner).json
+                    == (try JSONValue(parsing: rules)))
 
             let malformed = try await server.http(
                 .PUT, "/.settings/rules.json", headers: [("Authorization", "Bearer owner")], body: "{nope")

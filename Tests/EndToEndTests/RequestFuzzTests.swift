@@ -39,7 +39,7 @@ struct RequestFuzzTests {
         let database = try Database(
             name: "fuzz", store: store, commits: queue, metrics: ServerMetrics(), logger: logger)
         let tally = Tally()
-        await database.set(.root, json: RequestGenerator.initialData) {
+        await database.set(.root, json: RequestGenerator.initialData, as: .admin) {
             tally.record(.accepted, "initial data", $0.status)
         }
 
@@ -63,7 +63,7 @@ struct RequestFuzzTests {
                 let answer: @Sendable (WriteOutcome) -> Void = {
                     tally.record(input.verdict, input.family, $0.status, text: input.text)
                 }
-                if let write = CanopyServer.write(for: request.action, answer: answer) {
+                if let write = CanopyServer.write(for: request.action, as: .unauthenticated, answer: answer) {
                     writes.append(write)
                 } else if let registered = CanopyServer.disconnectOperation(for: request.action) {
                     switch registered {
@@ -86,7 +86,7 @@ struct RequestFuzzTests {
                 case .set(let json): (operation.path, json, false)
                 case .update(let members): (operation.path, .object(members), true)
                 }
-            })
+            }, as: .unauthenticated)
         let deadline = ContinuousClock.now + .seconds(120)
         // Every input is answered once, and so is the initial write.
         while tally.answered < Self.realtimeCount + 1, ContinuousClock.now < deadline {

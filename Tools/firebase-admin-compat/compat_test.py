@@ -592,6 +592,97 @@ def auth_variable_override_param_accepted(root):
             firebase_admin.delete_app(app)
 
 
+# The rules of firebase-admin's own integration suite (integration/test_db.py, resource
+# dinosaurs_index.json), under which its TestAuthVariableOverride tests run.
+OVERRIDE_RULES = {
+    '_adminsdk': {
+        'python': {
+            'dinodb': {
+                'dinosaurs': {'.indexOn': ['height', 'ratio/length']},
+                'scores': {'.indexOn': '.value'},
+            },
+            'protected': {
+                'user1': {'.read': "auth.uid == 'user1'", '.write': "auth.uid == 'user1'"},
+                'user2': {'.read': "auth.uid == 'user1'", '.write': "auth.uid == 'user2'"},
+            },
+            'admin': {'.read': 'false', '.write': 'false'},
+            'public': {'.read': 'true'},
+        }
+    }
+}
+
+
+def with_override_rules(body):
+    """Installs OVERRIDE_RULES as the suite's update_rules fixture does (GET with format=strict,
+    replace 'rules', PUT), runs body with apps overriding auth as user1 and as None, and puts the
+    previous rules back."""
+    client = db.reference('', APP)._client  # pylint: disable=protected-access
+    previous = client.body('get', '/.settings/rules.json', params='format=strict')
+    rules = dict(previous)
+    rules['rules'] = OVERRIDE_RULES
+    client.request('put', '/.settings/rules.json', json=rules)
+    url = f'https://{NAMESPACE}.firebaseio.com'
+    user1 = firebase_admin.initialize_app(
+        options={'databaseURL': url, 'databaseAuthVariableOverride': {'uid': 'user1'}}, name='override-user1')
+    nobody = firebase_admin.initialize_app(
+        options={'databaseURL': url, 'databaseAuthVariableOverride': None}, name='override-none')
+    try:
+        body(user1, nobody)
+    finally:
+        firebase_admin.delete_app(user1)
+        firebase_admin.delete_app(nobody)
+        client.request('put', '/.settings/rules.json', json=previous)
+
+
+def init_ref(path):
+    admin_ref = db.reference(path, APP)
+    admin_ref.set('test')
+    assert admin_ref.get() == 'test'
+
+
+def expect_permission_denied(attempt):
+    try:
+        attempt()
+    except exceptions.UnauthenticatedError as error:
+        assert str(error) == 'Permission denied', f'message {error}'
+    else:
+        raise AssertionError('allowed')
+
+
+@check
+def auth_variable_override_rules_enforced(_root):
+    # firebase-admin's TestAuthVariableOverride: test_no_access, test_read, test_read_write,
+    # test_query and test_none_auth_override, in that order.
+    def body(user1, nobody):
+        init_ref('_adminsdk/python/admin')
+        user_ref = db.reference('_adminsdk/python/admin', user1)
+        expect_permission_denied(user_ref.get)
+        expect_permission_denied(lambda: user_ref.set('test2'))
+
+        init_ref('_adminsdk/python/protected/user2')
+        user_ref = db.reference('_adminsdk/python/protected/user2', user1)
+        assert user_ref.get() == 'test'
+        expect_permission_denied(lambda: user_ref.set('test2'))
+
+        init_ref('_adminsdk/python/protected/user1')
+        user_ref = db.reference('_adminsdk/python/protected/user1', user1)
+        assert user_ref.get() == 'test'
+        user_ref.set('test2')
+        assert user_ref.get() == 'test2'
+
+        user_ref = db.reference('_adminsdk/python/protected', user1)
+        expect_permission_denied(lambda: user_ref.order_by_key().limit_to_first(2).get())
+
+        init_ref('_adminsdk/python/public')
+        assert db.reference('_adminsdk/python/public', nobody).get() == 'test'
+        ref = db.reference('_adminsdk/python', nobody)
+        expect_permission_denied(lambda: ref.child('protected/user1').get())
+        expect_permission_denied(lambda: ref.child('protected/user2').get())
+        expect_permission_denied(lambda: ref.child('admin').get())
+
+    with_override_rules(body)
+
+
 @check
 def invalid_path_refused_by_sdk(_root):
     try:

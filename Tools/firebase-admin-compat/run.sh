@@ -52,7 +52,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 port="$("$venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
-"$server" --host 127.0.0.1 --port "$port" --in-memory --sse-keepalive-interval 1 --log-level warning \
+"$server" --host 127.0.0.1 --port "$port" --in-memory --emulator --sse-keepalive-interval 1 --log-level warning \
     >"$work/server.log" 2>&1 &
 server_pid=$!
 

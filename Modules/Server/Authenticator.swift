@@ -1,0 +1,49 @@
+import Auth
+import Foundation
+import Synchronization
+
+/// Checks the credentials clients present, with the verifier made when the server starts.
+final class Authenticator: Sendable {
+    private let verifier = Mutex<TokenVerifier?>(nil)
+
+    func start(_ verifier: TokenVerifier) {
+        self.verifier.withLock { $0 = verifier }
+    }
+
+    /// Why a credential was not accepted: the token's own problem, or a server with no verifier.
+    enum Refusal: Error {
+        case token(TokenError)
+        case notStarted
+
+        /// The realtime protocol's status for the refusal (`expired_token` or `invalid_token`).
+        var status: String {
+            if case .token(let error) = self { return error.wireStatus }
+            return "invalid_token"
+        }
+
+        var message: String {
+            switch self {
+            case .token(let error): error.description
+            case .notStarted: "the server is not accepting credentials yet"
+            }
+        }
+    }
+
+    /// The caller `credential` names, and when it stops being valid (`nil`: never): its expiry plus
+    /// the clock skew the verifier allows, as a connection that presented it is not refused earlier
+    /// than a new one would be.
+    func verify(_ credential: String) async throws(Refusal) -> (caller: Caller, expiresAt: Date?) {
+        guard let verifier = verifier.withLock({ $0 }) else { throw .notStarted }
+        do {
+            let verified = try await verifier.verify(credential)
+            switch verified {
+            case .admin: return (.admin, nil)
+            case .user(let identity):
+                let skew = verifier.configuration.clockSkew
+                return (Caller(verified), identity.expiresAt.map { $0.addingTimeInterval(skew) })
+            }
+        } catch {
+            throw .token(error)
+        }
+    }
+}

@@ -1,0 +1,50 @@
+import Auth
+import Foundation
+import Logging
+import Rules
+import Transport
+import Tree
+
+/// What a `gauth` request asks for besides its admin credential.
+struct AdminAuth {
+    /// `authvar`: act as this identity under the rules (`.null`: unauthenticated); `nil`: as the admin.
+    var authVariable: JSONValue?
+}
+
+extension CanopyServer {
+    /// `auth` and `gauth`: verifies `credential`; once accepted the connection acts as its caller
+    /// (for `gauth` with an `authvar`, as that identity), its listens are checked again, and the
+    /// answer carries the `auth` variable and when the credential expires. A refused credential
+    /// changes nothing and is answered `invalid_token` or `expired_token` with the reason.
+    func authenticate(
+        _ connection: RealtimeConnection, credential: String, admin: AdminAuth?, request number: Int,
+        database: Database
+    ) async {
+        func refuse(_ status: String, _ message: String) {
+            connection.send(.response(number: number, status: status, data: .string(message)))
+        }
+        let verified: (caller: Caller, expiresAt: Date?)
+        do {
+            verified = try await authenticator.verify(credential)
+        } catch {
+            logger.debug(
+                "credential refused", metadata: ["session": "\(connection.sessionID)", "why": "\(error.message)"])
+            return refuse(error.status, error.message)
+        }
+        var caller = verified.caller
+        if let admin {
+            guard caller.isAdmin else { return refuse("invalid_token", "gauth needs an admin credential") }
+            if let authVariable = admin.authVariable {
+                do {
+                    caller = Caller(override: try AuthVariableOverride(authVariable))
+                } catch {
+                    return refuse("invalid_token", error.description)
+                }
+            }
+        }
+        await connection.setCaller(caller, expiresAt: verified.expiresAt, database: database)
+        var answer: [String: JSONValue] = ["auth": caller.auth?.variable.json() ?? .null]
+        if let expiresAt = verified.expiresAt { answer["expires"] = .number(expiresAt.timeIntervalSince1970.rounded()) }
+        connection.send(.ok(number, data: .object(answer)))
+    }
+}

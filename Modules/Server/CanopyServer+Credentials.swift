@@ -1,0 +1,45 @@
+import Auth
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+extension CanopyServer {
+    /// Why a REST request's credentials were not accepted.
+    struct CredentialRefusal: Error {
+        let message: String
+
+        var response: Response { CanopyServer.error(.unauthorized, message) }
+    }
+
+    /// Who a REST request acts as: the credential of `?auth=`, `?access_token=` or
+    /// `Authorization: Bearer` (none: unauthenticated), then, for the admin only,
+    /// `auth_variable_override` (a JSON identity, or `null` for unauthenticated).
+    func caller(of request: Request, rest: RESTRequest) async -> Result<Caller, CredentialRefusal> {
+        var credential = rest.parameters["auth"] ?? rest.parameters["access_token"]
+        if credential == nil, let header = request.headers[.authorization] {
+            guard header.lowercased().hasPrefix("bearer ") else {
+                return .failure(CredentialRefusal(message: "Unsupported Authorization header: expected 'Bearer TOKEN'"))
+            }
+            credential = String(header.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
+        }
+        var caller = Caller.unauthenticated
+        if let credential, !credential.isEmpty {
+            do {
+                caller = try await authenticator.verify(credential).caller
+            } catch {
+                return .failure(CredentialRefusal(message: error.message))
+            }
+        }
+        if let override = rest.parameters["auth_variable_override"] {
+            guard caller.isAdmin else {
+                return .failure(CredentialRefusal(message: "auth_variable_override needs admin credentials"))
+            }
+            do {
+                caller = Caller(override: try AuthVariableOverride(parsing: override))
+            } catch {
+                return .failure(CredentialRefusal(message: error.description))
+            }
+        }
+        return .success(caller)
+    }
+}

@@ -1,0 +1,121 @@
+import Logging
+import Presence
+import Query
+import Rules
+import Tree
+
+/// A rules document given when the server starts (`canopy-server --rules FILE`), parsed.
+struct StartupRules: Sendable {
+    let text: String
+    let document: RulesDocument
+}
+
+extension Database {
+    /// Whether `caller` may read `path` with `params` (the admin always may).
+    func mayRead(_ path: Path, params: QueryParams, caller: Caller) -> Bool {
+        guard enforcesRules, case .user(let auth) = caller else { return true }
+        let query = params.isDefault ? nil : RuleQuery(params)
+        return allowed(rules.canRead(path, auth: auth, root: root, query: query, now: Int64(Self.now())), path)
+    }
+
+    /// Whether `caller` may replace the data at `path` by `node` (server values resolved).
+    func maySet(_ path: Path, to node: Node, caller: Caller) -> Bool {
+        guard enforcesRules, case .user(let auth) = caller else { return true }
+        return allowed(rules.canSet(path, to: node, auth: auth, root: root, now: Int64(Self.now())), path)
+    }
+
+    /// Whether `caller` may apply the multi-path update `children` (relative to `path`).
+    func mayUpdate(_ path: Path, children: [(Path, Node)], caller: Caller) -> Bool {
+        guard enforcesRules, case .user(let auth) = caller else { return true }
+        return allowed(
+            rules.canUpdate(path, children: children, auth: auth, root: root, now: Int64(Self.now())), path)
+    }
+
+    private func allowed(_ decision: RuleDecision, _ path: Path) -> Bool {
+        guard case .denied(let denial) = decision else { return true }
+        logger.debug("permission denied", metadata: ["namespace": "\(name)", "path": "\(path)", "why": "\(denial)"])
+        return false
+    }
+
+    /// Gives the listeners of `subscriberID` a new caller (the connection authenticated again or
+    /// its credential expired) and revokes those it may no longer read.
+    func reauthenticate(_ subscriberID: Int, as caller: Caller) {
+        listeners.forEach(of: subscriberID) { $0.caller = caller }
+        revokeListeners(of: subscriberID)
+    }
+
+    /// Revokes the listens the rules no longer allow: those of `subscriberID`, or every one (`nil`).
+    /// Each is removed and its subscriber told (`c` on a realtime connection, `cancel` on an event
+    /// stream).
+    func revokeListeners(of subscriberID: Int?) {
+        guard enforcesRules else { return }
+        var lost: [Listener] = []
+        if let subscriberID {
+            listeners.forEach(of: subscriberID) { listener in
+                if !mayRead(listener.path, params: listener.params, caller: listener.caller) { lost.append(listener) }
+            }
+        } else {
+            lost = listeners.all().filter { !mayRead($0.path, params: $0.params, caller: $0.caller) }
+        }
+        for listener in lost {
+            let subscriber = listener.subscriber
+            unlisten(subscriberID: subscriber.subscriberID, path: listener.path, queryID: listener.queryID)
+            // After what was pushed to it before, as the official server does.
+            inCommitOrder { subscriber.revoke(path: listener.path, params: listener.params) }
+        }
+        if !lost.isEmpty {
+            logger.info("revoked listens the rules no longer allow", metadata: ["count": "\(lost.count)"])
+        }
+    }
+}
+
+extension RuleQuery {
+    /// The `query` variable of a read with `params`.
+    init(_ params: QueryParams) {
+        func bound(_ bound: QueryParams.Bound?) -> Bound? {
+            guard let bound else { return nil }
+            let key = bound.name.flatMap { $0 == .min || $0 == .max ? nil : $0 }
+            return Bound(bound.value, key: key)
+        }
+        var equalTo: Bound?
+        if let start = params.start, let end = params.end, start.inclusive, end.inclusive,
+            start.value == end.value, start.name == end.name
+        {
+            equalTo = bound(start)
+        }
+        var first: Int?
+        var last: Int?
+        switch params.limit {
+        case .first(let count)?: first = count
+        case .last(let count)?: last = count
+        case nil: break
+        }
+        self.init(
+            orderBy: params.index, startAt: bound(params.start), endAt: bound(params.end), equalTo: equalTo,
+            limitToFirst: first, limitToLast: last)
+    }
+}
+
+extension Database {
+    /// Whether `caller` may register the onDisconnect `operation`: whether it could make that write
+    /// now (it is checked again when it runs).
+    func mayRegister(_ operation: DisconnectOperation, as caller: Caller) -> Bool {
+        guard enforcesRules, !caller.isAdmin else { return true }
+        let context = ServerValueContext(now: Self.now())
+        let path = operation.path
+        do throws(TreeError) {
+            switch operation.kind {
+            case .set(let json):
+                let node = try Node(json: json, at: path, existing: root.child(at: path), serverValues: context)
+                return maySet(path, to: node, caller: caller)
+            case .update(let members):
+                let children = try Self.updateChildren(members, at: path) { absolute, value throws(TreeError) in
+                    try Node(json: value, at: absolute, existing: root.child(at: absolute), serverValues: context)
+                }
+                return mayUpdate(path, children: children.map { ($0.key, $0.value) }, caller: caller)
+            }
+        } catch {
+            return false
+        }
+    }
+}
