@@ -29,3 +29,7 @@ extension AuthState {
         return false
     }
 }
+
+/// Supplies ID tokens to ``Database/setAuthTokenProvider(_:)``: called on connect and, with
+/// `forceRefresh` true, after the server refused or revoked the token as expired. `nil` signs out.
+public typealias AuthTokenProvider = @Sendable (_ forceRefresh: Bool) async throws -> String?

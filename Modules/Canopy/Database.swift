@@ -301,6 +301,19 @@ public final class Database: Sendable {
     /// ```
     public func setAuthToken(_ token: String?) { repo?.setAuthToken(token) }
 
+    /// Gets tokens from `provider` (`nil` stops): it is called at once, on every connection (a
+    /// token it returns that differs from the one in use replaces it), and with `forceRefresh` set
+    /// when the server refuses the token as expired or revokes it (`ac`). Return `nil` to sign out.
+    /// If it throws, ``authState`` becomes `.refused` with status `token_provider_failed`, and writes
+    /// wait as they do for a refused token.
+    ///
+    /// ```swift
+    /// database.setAuthTokenProvider { forceRefresh in
+    ///     try await Auth.auth().currentUser?.getIDToken(forcingRefresh: forceRefresh)
+    /// }
+    /// ```
+    public func setAuthTokenProvider(_ provider: AuthTokenProvider?) { repo?.setAuthTokenProvider(provider) }
+
     /// How the server took the token, now.
     public var authState: AuthState { repo?.state.withLock { $0.auth.state } ?? .signedOut }
 

@@ -13,6 +13,11 @@ extension Repo {
         var refusals = 0
         var observers: [Int: @Sendable (AuthState) -> Void] = [:]
         var nextObserver = 1
+        /// Supplies tokens on connect and after an expiry; see ``Database/setAuthTokenProvider(_:)``.
+        var provider: AuthTokenProvider?
+        /// Counts providers set, so that an answer from a replaced one is dropped.
+        var providerGeneration = 0
+        var fetching = false
     }
 
     /// As the official clients do: a token refused this many times in a row is not retried.
@@ -56,8 +61,8 @@ extension Repo {
     }
 
     private func authAnswered(_ token: String, status: String, data: JSONValue) {
-        let accepted = state.withLock { state -> Bool in
-            guard state.auth.token == token, status != "disconnected" else { return false }
+        let accepted = state.withLock { state -> Bool? in
+            guard state.auth.token == token, status != "disconnected" else { return nil }
             if status == "ok" {
                 state.auth.refusals = 0
                 setAuthState(.authenticated, in: &state)
@@ -72,14 +77,65 @@ extension Repo {
             setAuthState(.refused(status: status, reason: reason), in: &state)
             return false
         }
-        if accepted { rerunUnsentTransactions() }
+        switch accepted {
+        case true?: rerunUnsentTransactions()
+        case false?: fetchProvidedToken(forceRefresh: status == "expired_token")
+        case nil: break
+        }
     }
 
-    /// The server revoked the token (`ac`): writes wait for a new one.
+    /// The server revoked the token (`ac`): writes wait for a new one, which the provider is asked
+    /// for.
     func authRevoked(status: String, reason: String) {
         state.withLock { state in
             guard state.auth.token != nil else { return }
             setAuthState(.refused(status: status, reason: reason), in: &state)
+        }
+        fetchProvidedToken(forceRefresh: true)
+    }
+
+    // MARK: Token provider
+
+    /// Uses `provider` for tokens from now on (`nil` stops), asking it for one at once.
+    func setAuthTokenProvider(_ provider: AuthTokenProvider?) {
+        state.withLock { state in
+            state.auth.provider = provider
+            state.auth.providerGeneration += 1
+            state.auth.fetching = false
+        }
+        fetchProvidedToken(forceRefresh: false)
+    }
+
+    /// Asks the provider for a token and uses it if it changed. With `forceRefresh` (the token in use
+    /// was refused as expired or revoked) the same token is not sent again; a provider that fails
+    /// leaves the state ``AuthState/refused(status:reason:)`` with status `token_provider_failed`.
+    func fetchProvidedToken(forceRefresh: Bool) {
+        let found = state.withLock { state -> (AuthTokenProvider, Int)? in
+            guard let provider = state.auth.provider, !state.auth.fetching else { return nil }
+            state.auth.fetching = true
+            return (provider, state.auth.providerGeneration)
+        }
+        guard let (provider, generation) = found else { return }
+        Task { [self] in
+            let result: Result<String?, any Error>
+            do {
+                result = .success(try await provider(forceRefresh))
+            } catch {
+                result = .failure(error)
+            }
+            let use = state.withLock { state -> String?? in
+                guard state.auth.providerGeneration == generation else { return .none }
+                state.auth.fetching = false
+                switch result {
+                case .success(let token):
+                    return token == state.auth.token ? .none : .some(token)
+                case .failure(let error):
+                    logger.warning("the auth token provider failed", metadata: ["error": "\(error)"])
+                    setAuthState(.refused(status: "token_provider_failed", reason: "\(error)"), in: &state)
+                    return .none
+                }
+            }
+            if case .some(let token) = use { setAuthToken(token) }
         }
     }
 

@@ -115,6 +115,8 @@ extension Repo {
         guard let waiters else { return false }
         for waiter in waiters { waiter.resume() }
         rerunUnsentTransactions()
+        // A provider may have a newer token than the one just sent (say, refreshed while offline).
+        fetchProvidedToken(forceRefresh: false)
         logger.debug("connected", metadata: ["session": "\(link.hello.sessionID)"])
         return true
     }
