@@ -11,7 +11,10 @@ struct ConnectionOptions: ParsableArguments {
             """)
     var url: String?
 
-    @Option(help: "Auth token, sent as 'Authorization: Bearer TOKEN'; 'owner' is the admin. (CANOPY_TOKEN)")
+    @Option(
+        help:
+            "Credential, sent as 'Authorization: Bearer TOKEN': an ID token or the server's admin secret ('owner' on a server in --emulator mode). (CANOPY_TOKEN)"
+    )
     var token: String?
 
     @Option(help: "Seconds to wait for the server to connect or answer a request.")

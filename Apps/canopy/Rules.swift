@@ -10,8 +10,8 @@ struct Rules: AsyncParsableCommand {
         abstract: "Print or replace the security rules document.",
         discussion: """
             Examples:
-              canopy rules get > rules.json
-              canopy rules set @rules.json --token owner
+              canopy rules get --token "$ADMIN_SECRET" > rules.json
+              canopy rules set @rules.json --token "$ADMIN_SECRET"
               canopy rules set '{"rules": {".read": true, ".write": "auth != null"}}' --token owner
             """,
         subcommands: [Show.self, Replace.self])
@@ -20,11 +20,11 @@ struct Rules: AsyncParsableCommand {
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "get",
-            abstract: "Print the rules document.",
+            abstract: "Print the rules document (needs the admin token).",
             discussion: """
                 Examples:
-                  canopy rules get
-                  canopy rules get --json > rules.json
+                  canopy rules get --token "$ADMIN_SECRET"
+                  canopy rules get --token owner --json > rules.json     # a server in --emulator mode
                 """)
 
         @OptionGroup(title: "Output")
@@ -50,13 +50,15 @@ struct Rules: AsyncParsableCommand {
     struct Replace: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "set",
-            abstract: "Replace the rules document (needs the admin token: --token owner).",
+            abstract: "Replace the rules document (needs the admin token).",
             discussion: """
-                DOCUMENT is a JSON object with a "rules" object: inline, @FILE, or - for stdin.
+                DOCUMENT is a rules document (JSON with a "rules" object; // and /* */ comments are \
+                allowed): inline, @FILE, or - for stdin. A document the server refuses is reported \
+                with its line, column and reason.
 
                 Examples:
-                  canopy rules set @rules.json --token owner
-                  canopy rules set '{"rules": {".read": true, ".write": false}}' --token owner
+                  canopy rules set @database.rules.json --token "$ADMIN_SECRET"
+                  canopy rules set '{"rules": {".read": true, ".write": false}}' --token owner   # --emulator
                 """)
 
         @Argument(help: "The rules document: JSON text, @FILE, or - for stdin.")
@@ -66,12 +68,8 @@ struct Rules: AsyncParsableCommand {
         var connection: ConnectionOptions
 
         func run() async throws {
-            let input = try ValueInput(document, what: "the rules document")
-            guard case .object(let members) = input.value, case .object? = members["rules"] else {
-                throw CLIError.invalidInput(
-                    "a rules document is a JSON object with a \"rules\" object, such as "
-                        + "'{\"rules\": {\".read\": true, \".write\": true}}'")
-            }
+            // Sent as written: the server parses it (comments allowed) and says where it is wrong.
+            let input = try ValueInput(document, what: "the rules document", parse: false)
             _ = try await connection.withREST { rest in
                 try await rest.answer(.PUT, .rules, body: ByteBuffer(bytes: input.bytes))
             }

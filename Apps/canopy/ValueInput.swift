@@ -12,8 +12,10 @@ struct ValueInput {
     /// The largest value `set`, `update` and `push` send (the server's default request limit).
     static let limit = 16 * 1024 * 1024
 
-    /// Reads and parses `argument`; `what` names it in messages ("the value", "the rules").
-    init(_ argument: String, what: String = "the value") throws(CLIError) {
+    /// Reads and parses `argument`; `what` names it in messages ("the value", "the rules"). With
+    /// `parse` false the text is only read (``value`` is `null`): for documents the server parses
+    /// itself, such as rules with comments.
+    init(_ argument: String, what: String = "the value", parse: Bool = true) throws(CLIError) {
         let source: String
         if argument == "-" || argument.hasPrefix("@") {
             let file = try InputFile(path: argument == "-" ? "-" : String(argument.dropFirst()))
@@ -27,6 +29,10 @@ struct ValueInput {
         } else {
             source = "the command line"
             bytes = Array(argument.utf8)
+        }
+        guard parse else {
+            value = .null
+            return
         }
         do {
             value = try JSONValue(parsing: Data(bytes))

@@ -89,7 +89,9 @@ struct ReadWriteTests {
 
     @Test func rulesGetAndSet() async throws {
         try await withTestServer { server in
-            let initial = try await server.canopy("rules", "get")
+            let anonymous = try await server.canopy("rules", "get")
+            #expect(anonymous.status == 77, "the rules are the admin's: \(anonymous.stderr)")
+            let initial = try await server.canopy("rules", "get", "--token", "owner")
             #expect(initial.status == 0, "\(initial.stderr)")
             #expect(try JSONValue(parsing: initial.stdout)["rules"] != nil)
 
@@ -103,11 +105,17 @@ struct ReadWriteTests {
             let fromEnvironment = try await server.canopy(
                 "rules", "set", document, environment: ["CANOPY_TOKEN": "owner"])
             #expect(fromEnvironment.status == 0, "\(fromEnvironment.stderr)")
-            let read = try await server.canopy("rules", "get")
+            let read = try await server.canopy("rules", "get", "--token", "owner")
             #expect(try JSONValue(parsing: read.stdout) == (try JSONValue(parsing: document)))
 
             let notRules = try await server.canopy("rules", "set", #"{"read": true}"#, "--token", "owner")
             #expect(notRules.status == 65)
+            // Comments pass through to the server; a mistake is reported with its line and column.
+            let commented = "{\n  // everyone reads\n  \"rules\": {\".read\": true}\n}"
+            #expect(try await server.canopy("rules", "set", commented, "--token", "owner").status == 0)
+            let wrong = "{\n  \"rules\": {\n    \".read\": \"auth.uid ==\"\n  }\n}"
+            let refusedWrong = try await server.canopy("rules", "set", wrong, "--token", "owner")
+            #expect(refusedWrong.status == 65 && refusedWrong.stderr.contains("Line 3"), "\(refusedWrong.stderr)")
         }
     }
 
