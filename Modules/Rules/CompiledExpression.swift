@@ -61,3 +61,47 @@ enum ComparisonOperator: String, Sendable {
     case greater = ">"
     case greaterOrEqual = ">="
 }
+
+extension CompiledExpression {
+    /// Whether `newData` appears anywhere in the expression.
+    var mentionsNewData: Bool {
+        switch self {
+        case .newData: true
+        case .constant, .auth, .now, .root, .data, .capture, .query: false
+        case .member(let base, _), .not(let base), .negate(let base): base.mentionsNewData
+        case .index(let base, let key): base.mentionsNewData || key.mentionsNewData
+        case .snapshotMethod(let base, let method):
+            base.mentionsNewData || method.arguments.contains(where: \.mentionsNewData)
+        case .stringMethod(let base, let method):
+            base.mentionsNewData || method.arguments.contains(where: \.mentionsNewData)
+        case .arithmetic(_, let left, let right), .add(let left, let right), .equal(let left, let right, _),
+            .compare(_, let left, let right):
+            left.mentionsNewData || right.mentionsNewData
+        case .all(let operands), .any(let operands): operands.contains(where: \.mentionsNewData)
+        case .conditional(let condition, let then, let otherwise):
+            condition.mentionsNewData || then.mentionsNewData || otherwise.mentionsNewData
+        }
+    }
+}
+
+extension SnapshotMethod {
+    /// The expressions passed to the method.
+    var arguments: [CompiledExpression] {
+        switch self {
+        case .child(let path), .hasChild(let path): [path]
+        case .hasChildren(let keys): keys ?? []
+        case .val, .parent, .exists, .getPriority, .isNumber, .isString, .isBoolean: []
+        }
+    }
+}
+
+extension StringMethod {
+    /// The expressions passed to the method.
+    var arguments: [CompiledExpression] {
+        switch self {
+        case .contains(let argument), .beginsWith(let argument), .endsWith(let argument): [argument]
+        case .replace(let pattern, let replacement): [pattern, replacement]
+        case .toLowerCase, .toUpperCase, .matches: []
+        }
+    }
+}

@@ -8,6 +8,16 @@ struct CompiledRule: Sendable {
     /// The expression as written.
     let source: String
     let expression: CompiledExpression
+    /// Whether the expression reads `newData` (otherwise a check need not work out the new data).
+    let readsNewData: Bool
+
+    init(kind: RuleKind, rulePath: String, source: String, expression: CompiledExpression) {
+        self.kind = kind
+        self.rulePath = rulePath
+        self.source = source
+        self.expression = expression
+        readsNewData = expression.mentionsNewData
+    }
 
     /// Evaluates the rule; an evaluation that fails, or gives something other than a boolean,
     /// counts as false.

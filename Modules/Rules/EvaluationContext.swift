@@ -7,8 +7,10 @@ struct EvaluationContext {
     var now: Double
     /// The current data at the root.
     var root: RuleSnapshot
-    /// The data after the write, at the root (the current data for reads).
-    var newRoot: Node
+    /// The data after the write (the current data for reads), built where a rule looks at it.
+    let newTree: NewDataTree
+    /// The data after the write, at the root.
+    var newRoot: Node { newTree.root }
     var query: RuleQuery?
     /// The values of the wildcards above the location, outermost first.
     var captures: [String] = []
@@ -17,11 +19,12 @@ struct EvaluationContext {
     /// The data at the location as it would be after the write (the current data for reads).
     var newData: RuleSnapshot
 
-    init(auth: AuthContext?, now: Int64, root: Node, newRoot: Node? = nil, query: RuleQuery? = nil) {
+    /// A context for a read (`parts` empty) or for the write of `parts` (locations and values).
+    init(auth: AuthContext?, now: Int64, root: Node, writing parts: [(Path, Node)] = [], query: RuleQuery? = nil) {
         self.auth = auth.map { RuleValue($0.variable) } ?? .null
         self.now = Double(now)
         self.root = RuleSnapshot(keys: [], node: root)
-        self.newRoot = newRoot ?? root
+        self.newTree = NewDataTree(current: root, parts: parts)
         self.query = query
         data = self.root
         newData = self.root

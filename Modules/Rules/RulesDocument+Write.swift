@@ -22,9 +22,7 @@ extension RulesDocument {
     }
 
     private func canWrite(_ parts: [(Path, Node)], auth: AuthContext?, root: Node, now: Int64) -> RuleDecision {
-        var newRoot = root
-        for (path, value) in parts { newRoot = newRoot.updating(at: path, to: value) }
-        var context = EvaluationContext(auth: auth, now: now, root: root, newRoot: newRoot)
+        var context = EvaluationContext(auth: auth, now: now, root: root, writing: parts)
         var firstGrant: RuleReference?
         for (path, _) in parts {
             switch grant(.write, at: path, context: &context) {
@@ -35,7 +33,7 @@ extension RulesDocument {
         if self.root.hasValidation {
             var validation = WriteValidation(context: context)
             let written = parts.map(\.0).sorted()
-            if let failure = validation.validate(self.root, data: root, newData: newRoot, writes: written[...]) {
+            if let failure = validation.validate(self.root, data: root, newData: nil, writes: written[...]) {
                 return .denied(.invalidData(failure))
             }
         }

@@ -89,20 +89,23 @@ public struct RulesDocument: Sendable {
         let keys = path.components
         var location = root
         var dataNode = context.root.node
-        var newNode = context.newRoot
         var depth = 0
-        var tried: [RuleFailure] = []
+        // Rules that did not hold, made into failures only if nothing grants access.
+        var tried: [(rule: CompiledRule, depth: Int, error: String?)] = []
         context.captures.removeAll(keepingCapacity: true)
         while true {
             if let rule = location.rule(kind) {
                 let prefix = keys.prefix(depth)
                 context.data = RuleSnapshot(keys: prefix, node: dataNode)
-                context.newData = RuleSnapshot(keys: prefix, node: newNode, isNewData: true)
+                context.newData =
+                    rule.readsNewData
+                    ? RuleSnapshot(keys: prefix, node: context.newTree.node(at: prefix), isNewData: true)
+                    : context.data
                 switch rule.evaluate(in: context) {
                 case .passed:
                     return .granted(rule.reference(at: prefix))
                 case .failed(let error):
-                    tried.append(RuleFailure(rule: rule.reference(at: prefix), error: error))
+                    tried.append((rule, depth, error))
                 }
             }
             guard depth < keys.count else { break }
@@ -110,10 +113,10 @@ public struct RulesDocument: Sendable {
             guard !key.isPriorityKey, let (next, captured) = location.child(key) else { break }
             if captured { context.captures.append(key.string) }
             dataNode = dataNode.child(key)
-            newNode = newNode.child(key)
             location = next
             depth += 1
         }
-        return .notGranted(tried: tried)
+        return .notGranted(
+            tried: tried.map { RuleFailure(rule: $0.rule.reference(at: keys.prefix($0.depth)), error: $0.error) })
     }
 }

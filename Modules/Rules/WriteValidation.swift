@@ -13,14 +13,19 @@ struct WriteValidation {
         self.context.captures.removeAll()
     }
 
-    /// Validates `location` (whose current data is `data`, new data `newData`) and, below it, the
-    /// written paths `writes` (relative to it, sorted; an empty one: the whole location was
-    /// written). Returns the first rule that fails.
+    /// Validates `location` (whose current data is `data`, new data `newData`: `nil` above the
+    /// written locations, worked out only if a rule needs it) and, below it, the written paths
+    /// `writes` (relative to it, sorted; an empty one: the whole location was written). Returns the
+    /// first rule that fails.
     mutating func validate(
-        _ location: RuleLocation, data: Node, newData: Node, writes: ArraySlice<Path>
+        _ location: RuleLocation, data: Node, newData: Node?, writes: ArraySlice<Path>
     ) -> RuleFailure? {
+        if writes.contains(where: \.isEmpty) {
+            let written = newData ?? context.newTree.node(at: keys)
+            if let failure = check(location, data: data, newData: written) { return failure }
+            return validateInside(location, data: data, newData: written)
+        }
         if let failure = check(location, data: data, newData: newData) { return failure }
-        if writes.contains(where: \.isEmpty) { return validateInside(location, data: data, newData: newData) }
         var start = writes.startIndex
         while start < writes.endIndex {
             guard let key = writes[start].front else { break }
@@ -29,7 +34,7 @@ struct WriteValidation {
             if !key.isPriorityKey, let (child, captured) = location.child(key), child.hasValidation {
                 let below = writes[start..<end].map { $0.popFront() }
                 enter(key, captured: captured)
-                let failure = validate(child, data: data.child(key), newData: newData.child(key), writes: below[...])
+                let failure = validate(child, data: data.child(key), newData: newData?.child(key), writes: below[...])
                 leave(captured: captured)
                 if let failure { return failure }
             }
@@ -78,10 +83,12 @@ struct WriteValidation {
         if captured { context.captures.removeLast() }
     }
 
-    /// The failure of the `.validate` rule of `location`, if it has one, the new data there is not
-    /// null, and the rule does not hold.
-    private mutating func check(_ location: RuleLocation, data: Node, newData: Node) -> RuleFailure? {
-        guard let rule = location.validate, !newData.isEmpty else { return nil }
+    /// The failure of the `.validate` rule of `location`, if it has one, the new data there (`nil`:
+    /// work it out) is not null, and the rule does not hold.
+    private mutating func check(_ location: RuleLocation, data: Node, newData: Node?) -> RuleFailure? {
+        guard let rule = location.validate else { return nil }
+        let newData = newData ?? context.newTree.node(at: keys)
+        guard !newData.isEmpty else { return nil }
         context.data = RuleSnapshot(keys: keys[...], node: data)
         context.newData = RuleSnapshot(keys: keys[...], node: newData, isNewData: true)
         let outcome = rule.evaluate(in: context)

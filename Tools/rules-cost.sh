@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# What a rules document costs the server per write at full load: `canopy-load writes` against
+# canopy-server without rules (nothing is evaluated), then with RULES (each write is checked), one
+# after the other on the same machine; prints acknowledged writes/s and server CPU per write for
+# each, and the ratio.
+#
+#   Tools/rules-cost.sh [SECONDS] [RULES_FILE]     (defaults: 10, Benchmarks/Rules/fifty-rules.json)
+#
+# Release builds first: swift build -c release --scratch-path .build-release --product canopy-server
+# (and --product canopy-load); B=DIR names another build folder.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin="${B:-.build-release/release}"
+duration="${1:-10}"
+rules="${2:-Benchmarks/Rules/fifty-rules.json}"
+ticks="$(getconf CLK_TCK)"
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# run LABEL [SERVER ARGUMENTS...]: prints "LABEL WRITES_PER_S CPU_US_PER_WRITE".
+run() {
+    local label="$1"
+    shift
+    local data port server before after output rate total
+    data="$(mktemp -d)"
+    port="$(free_port)"
+    "$bin/canopy-server" --port "$port" --data "$data" --log-level error "$@" &
+    server=$!
+    for _ in $(seq 1 100); do
+        curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    before="$(cpu_ticks "$server")"
+    output="$("$bin/canopy-load" writes --server "127.0.0.1:$port" --connections 50 --pipeline 32 \
+        --duration "$duration" 2>&1)"
+    after="$(cpu_ticks "$server")"
+    kill "$server"
+    wait "$server" 2>/dev/null || true
+    rm -rf "$data"
+    total="$(sed -n 's/^acked writes: \([0-9]*\) in.*/\1/p' <<<"$output")"
+    rate="$(sed -n 's/.*= \([0-9]*\) writes\/s.*/\1/p' <<<"$output")"
+    if [ -z "$total" ] || [ "$total" = 0 ]; then
+        echo "rules-cost: no writes measured for $label:" >&2
+        echo "$output" >&2
+        exit 1
+    fi
+    awk -v l="$label" -v r="$rate" -v t="$((after - before))" -v h="$ticks" -v n="$total" \
+        'BEGIN { printf "%s %d %.2f\n", l, r, t * 1000000 / h / n }'
+}
+
+echo "rules-cost: $(nproc) cores, load average $(cut -d' ' -f1 /proc/loadavg), ${duration} s per run" >&2
+without="$(run "no-rules")"
+with="$(run "rules" --rules "$rules")"
+echo "$without"
+echo "$with"
+read -r _ _ cpu_without <<<"$without"
+read -r _ _ cpu_with <<<"$with"
+awk -v a="$cpu_without" -v b="$cpu_with" \
+    'BEGIN { printf "rules cost: %.1f%% more server CPU per write (%.2f -> %.2f us)\n", (b - a) * 100 / a, a, b }'
