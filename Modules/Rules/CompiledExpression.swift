@@ -64,22 +64,28 @@ enum ComparisonOperator: String, Sendable {
 
 extension CompiledExpression {
     /// Whether `newData` appears anywhere in the expression.
-    var mentionsNewData: Bool {
+    var mentionsNewData: Bool { mentions { if case .newData = $0 { true } else { false } } }
+
+    /// Whether `data` appears anywhere in the expression.
+    var mentionsData: Bool { mentions { if case .data = $0 { true } else { false } } }
+
+    /// Whether `matches` holds for this expression or one inside it.
+    func mentions(_ matches: (CompiledExpression) -> Bool) -> Bool {
+        if matches(self) { return true }
         switch self {
-        case .newData: true
-        case .constant, .auth, .now, .root, .data, .capture, .query: false
-        case .member(let base, _), .not(let base), .negate(let base): base.mentionsNewData
-        case .index(let base, let key): base.mentionsNewData || key.mentionsNewData
+        case .constant, .auth, .now, .root, .data, .newData, .capture, .query: return false
+        case .member(let base, _), .not(let base), .negate(let base): return base.mentions(matches)
+        case .index(let base, let key): return base.mentions(matches) || key.mentions(matches)
         case .snapshotMethod(let base, let method):
-            base.mentionsNewData || method.arguments.contains(where: \.mentionsNewData)
+            return base.mentions(matches) || method.arguments.contains { $0.mentions(matches) }
         case .stringMethod(let base, let method):
-            base.mentionsNewData || method.arguments.contains(where: \.mentionsNewData)
+            return base.mentions(matches) || method.arguments.contains { $0.mentions(matches) }
         case .arithmetic(_, let left, let right), .add(let left, let right), .equal(let left, let right, _),
             .compare(_, let left, let right):
-            left.mentionsNewData || right.mentionsNewData
-        case .all(let operands), .any(let operands): operands.contains(where: \.mentionsNewData)
+            return left.mentions(matches) || right.mentions(matches)
+        case .all(let operands), .any(let operands): return operands.contains { $0.mentions(matches) }
         case .conditional(let condition, let then, let otherwise):
-            condition.mentionsNewData || then.mentionsNewData || otherwise.mentionsNewData
+            return condition.mentions(matches) || then.mentions(matches) || otherwise.mentions(matches)
         }
     }
 }

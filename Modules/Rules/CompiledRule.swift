@@ -10,6 +10,8 @@ struct CompiledRule: Sendable {
     let expression: CompiledExpression
     /// Whether the expression reads `newData` (otherwise a check need not work out the new data).
     let readsNewData: Bool
+    /// Whether the expression reads `data` (otherwise a check need not look the location up).
+    let readsData: Bool
 
     init(kind: RuleKind, rulePath: String, source: String, expression: CompiledExpression) {
         self.kind = kind
@@ -17,6 +19,7 @@ struct CompiledRule: Sendable {
         self.source = source
         self.expression = expression
         readsNewData = expression.mentionsNewData
+        readsData = expression.mentionsData
     }
 
     /// Evaluates the rule; an evaluation that fails, or gives something other than a boolean,

@@ -25,6 +25,7 @@ struct EvaluationContext {
         self.now = Double(now)
         self.root = RuleSnapshot(keys: [], node: root)
         self.newTree = NewDataTree(current: root, parts: parts)
+        captures.reserveCapacity(4)
         self.query = query
         data = self.root
         newData = self.root

@@ -33,7 +33,7 @@ extension RulesDocument {
         if self.root.hasValidation {
             var validation = WriteValidation(context: context)
             let written = parts.map(\.0).sorted()
-            if let failure = validation.validate(self.root, data: root, newData: nil, writes: written[...]) {
+            if let failure = validation.validate(self.root, data: nil, newData: nil, writes: written[...]) {
                 return .denied(.invalidData(failure))
             }
         }

@@ -88,7 +88,6 @@ public struct RulesDocument: Sendable {
     func grant(_ kind: RuleKind, at path: Path, context: inout EvaluationContext) -> GrantResult {
         let keys = path.components
         var location = root
-        var dataNode = context.root.node
         var depth = 0
         // Rules that did not hold, made into failures only if nothing grants access.
         var tried: [(rule: CompiledRule, depth: Int, error: String?)] = []
@@ -96,7 +95,10 @@ public struct RulesDocument: Sendable {
         while true {
             if let rule = location.rule(kind) {
                 let prefix = keys.prefix(depth)
-                context.data = RuleSnapshot(keys: prefix, node: dataNode)
+                context.data =
+                    rule.readsData
+                    ? RuleSnapshot(keys: prefix, node: prefix.reduce(context.root.node) { $0.child($1) })
+                    : context.root
                 context.newData =
                     rule.readsNewData
                     ? RuleSnapshot(keys: prefix, node: context.newTree.node(at: prefix), isNewData: true)
@@ -112,7 +114,6 @@ public struct RulesDocument: Sendable {
             let key = keys[keys.startIndex + depth]
             guard !key.isPriorityKey, let (next, captured) = location.child(key) else { break }
             if captured { context.captures.append(key.string) }
-            dataNode = dataNode.child(key)
             location = next
             depth += 1
         }

@@ -2,7 +2,8 @@ import Tree
 
 /// Runs the `.validate` rules a write must satisfy: at every location whose new data is not null
 /// among the written locations, those above them, and those inside the written values. Subtrees
-/// of the rules without `.validate` are skipped.
+/// of the rules without `.validate` are skipped, and a location's current and new data are looked
+/// up only when a rule there reads them.
 struct WriteValidation {
     var context: EvaluationContext
     /// The location being validated, from the root.
@@ -10,17 +11,18 @@ struct WriteValidation {
 
     init(context: EvaluationContext) {
         self.context = context
-        self.context.captures.removeAll()
+        self.context.captures.removeAll(keepingCapacity: true)
+        keys.reserveCapacity(8)
     }
 
-    /// Validates `location` (whose current data is `data`, new data `newData`: `nil` above the
-    /// written locations, worked out only if a rule needs it) and, below it, the written paths
-    /// `writes` (relative to it, sorted; an empty one: the whole location was written). Returns the
-    /// first rule that fails.
+    /// Validates `location` (at ``keys``; its current data `data` and new data `newData`, each
+    /// `nil` when not worked out yet) and, below it, the written locations `writes` (absolute,
+    /// sorted, each at or below `location`). Returns the first rule that fails.
     mutating func validate(
-        _ location: RuleLocation, data: Node, newData: Node?, writes: ArraySlice<Path>
+        _ location: RuleLocation, data: Node?, newData: Node?, writes: ArraySlice<Path>
     ) -> RuleFailure? {
-        if writes.contains(where: \.isEmpty) {
+        let depth = keys.count
+        if writes.contains(where: { $0.components.count == depth }) {
             let written = newData ?? context.newTree.node(at: keys)
             if let failure = check(location, data: data, newData: written) { return failure }
             return validateInside(location, data: data, newData: written)
@@ -28,13 +30,15 @@ struct WriteValidation {
         if let failure = check(location, data: data, newData: newData) { return failure }
         var start = writes.startIndex
         while start < writes.endIndex {
-            guard let key = writes[start].front else { break }
+            let key = writes[start].components[writes[start].components.startIndex + depth]
             var end = start + 1
-            while end < writes.endIndex, writes[end].front == key { end += 1 }
+            while end < writes.endIndex, writes[end].components[writes[end].components.startIndex + depth] == key {
+                end += 1
+            }
             if !key.isPriorityKey, let (child, captured) = location.child(key), child.hasValidation {
-                let below = writes[start..<end].map { $0.popFront() }
                 enter(key, captured: captured)
-                let failure = validate(child, data: data.child(key), newData: newData?.child(key), writes: below[...])
+                let failure = validate(
+                    child, data: data?.child(key), newData: newData?.child(key), writes: writes[start..<end])
                 leave(captured: captured)
                 if let failure { return failure }
             }
@@ -44,7 +48,7 @@ struct WriteValidation {
     }
 
     /// Validates every location inside the written value `newData` (not `location` itself).
-    private mutating func validateInside(_ location: RuleLocation, data: Node, newData: Node) -> RuleFailure? {
+    private mutating func validateInside(_ location: RuleLocation, data: Node?, newData: Node) -> RuleFailure? {
         guard newData.childCount > 0 else { return nil }
         if location.wildcard != nil {
             for (key, child) in newData.children {
@@ -64,11 +68,11 @@ struct WriteValidation {
     }
 
     private mutating func validateChild(
-        _ location: RuleLocation, _ key: ChildKey, _ captured: Bool, data: Node, newData: Node
+        _ location: RuleLocation, _ key: ChildKey, _ captured: Bool, data: Node?, newData: Node
     ) -> RuleFailure? {
         enter(key, captured: captured)
         defer { leave(captured: captured) }
-        let childData = data.child(key)
+        let childData = data?.child(key)
         if let failure = check(location, data: childData, newData: newData) { return failure }
         return validateInside(location, data: childData, newData: newData)
     }
@@ -85,11 +89,14 @@ struct WriteValidation {
 
     /// The failure of the `.validate` rule of `location`, if it has one, the new data there (`nil`:
     /// work it out) is not null, and the rule does not hold.
-    private mutating func check(_ location: RuleLocation, data: Node, newData: Node?) -> RuleFailure? {
+    private mutating func check(_ location: RuleLocation, data: Node?, newData: Node?) -> RuleFailure? {
         guard let rule = location.validate else { return nil }
         let newData = newData ?? context.newTree.node(at: keys)
         guard !newData.isEmpty else { return nil }
-        context.data = RuleSnapshot(keys: keys[...], node: data)
+        if rule.readsData {
+            let current = data ?? keys.reduce(context.root.node) { $0.child($1) }
+            context.data = RuleSnapshot(keys: keys[...], node: current)
+        }
         context.newData = RuleSnapshot(keys: keys[...], node: newData, isNewData: true)
         let outcome = rule.evaluate(in: context)
         // Drop the snapshots' hold on `keys`, so that appending to it does not copy it.
