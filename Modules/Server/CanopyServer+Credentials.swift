@@ -11,10 +11,10 @@ extension CanopyServer {
         var response: Response { CanopyServer.error(.unauthorized, message) }
     }
 
-    /// Who a REST request acts as: the credential of `?auth=`, `?access_token=` or
-    /// `Authorization: Bearer` (none: unauthenticated), then, for the admin only,
-    /// `auth_variable_override` (a JSON identity, or `null` for unauthenticated).
-    func caller(of request: Request, rest: RESTRequest) async -> Result<Caller, CredentialRefusal> {
+    /// Who a REST request acts as, and until when (`nil`: no end): the credential of `?auth=`,
+    /// `?access_token=` or `Authorization: Bearer` (none: unauthenticated), then, for the admin
+    /// only, `auth_variable_override` (a JSON identity, or `null` for unauthenticated).
+    func caller(of request: Request, rest: RESTRequest) async -> Result<(Caller, expiresAt: Date?), CredentialRefusal> {
         var credential = rest.parameters["auth"] ?? rest.parameters["access_token"]
         if credential == nil, let header = request.headers[.authorization] {
             guard header.lowercased().hasPrefix("bearer ") else {
@@ -23,9 +23,10 @@ extension CanopyServer {
             credential = String(header.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
         }
         var caller = Caller.unauthenticated
+        var expiresAt: Date?
         if let credential, !credential.isEmpty {
             do {
-                caller = try await authenticator.verify(credential).caller
+                (caller, expiresAt) = try await authenticator.verify(credential)
             } catch {
                 return .failure(CredentialRefusal(message: error.message))
             }
@@ -40,6 +41,6 @@ extension CanopyServer {
                 return .failure(CredentialRefusal(message: error.description))
             }
         }
-        return .success(caller)
+        return .success((caller, expiresAt))
     }
 }

@@ -39,8 +39,10 @@ final class EventStreamSubscriber: Subscriber {
 extension CanopyServer {
     /// `GET` with `Accept: text/event-stream`: the listener is registered and its first `put` queued
     /// before the headers go out; `keep-alive` events follow at the configured interval. A stream
-    /// the rules stop allowing gets `cancel` and ends.
-    func eventStream(_ rest: RESTRequest, caller: Caller, database: Database) async -> Response {
+    /// the rules stop allowing gets `cancel` and ends; one whose credential expires (`expiresAt`)
+    /// gets `auth_revoked` and ends.
+    func eventStream(_ rest: RESTRequest, caller: Caller, until expiresAt: Date?, database: Database) async -> Response
+    {
         let params: QueryParams
         do {
             params = try QueryParams(restParameters: rest.parameters)
@@ -66,8 +68,18 @@ extension CanopyServer {
                     subscriber.send(event: "keep-alive", data: .null)
                 }
             }
+            let expiry = expiresAt.map { expiresAt in
+                Task {
+                    let delay = expiresAt.timeIntervalSinceNow
+                    if delay > 0 { try? await Task.sleep(for: .milliseconds(Int64(delay * 1000))) }
+                    guard !Task.isCancelled else { return }
+                    subscriber.send(event: "auth_revoked", data: "credential is no longer valid")
+                    subscriber.finish()
+                }
+            }
             defer {
                 ticker.cancel()
+                expiry?.cancel()
                 subscriber.finish()
                 connections.streamEnded(subscriber)
                 metrics.connections.decrement()

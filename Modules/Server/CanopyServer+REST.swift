@@ -53,8 +53,9 @@ extension CanopyServer {
             return Self.error(.internalServerError, "Storage error: \(reason)")
         }
         let caller: Caller
+        let expiresAt: Date?
         switch await self.caller(of: request, rest: rest) {
-        case .success(let found): caller = found
+        case .success(let found): (caller, expiresAt) = found
         case .failure(let refusal): return refusal.response
         }
         if rest.isRulesDocument { return try await rules(request, rest: rest, caller: caller, database: database) }
@@ -62,7 +63,7 @@ extension CanopyServer {
         switch request.method {
         case .get:
             if request.headers[.accept]?.contains("text/event-stream") == true {
-                return await eventStream(rest, caller: caller, database: database)
+                return await eventStream(rest, caller: caller, until: expiresAt, database: database)
             }
             return await read(rest, request: request, caller: caller, database: database)
         case .head:

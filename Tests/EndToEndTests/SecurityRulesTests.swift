@@ -283,6 +283,18 @@ struct SecurityRulesTests {
         }
     }
 
+    @Test func anEventStreamEndsWithAuthRevokedWhenItsTokenExpires() async throws {
+        try await Self.withSecuredServer { server in
+            // Valid for about 2 s more (its `exp` passed 58 s ago; the server allows 60 s of skew).
+            let token = try await SignedTokens.token(uid: "ada", lifetime: 2 - 60)
+            let stream = try await server.eventStream("/public.json?auth=\(token)")
+            #expect(try await stream.nextData().name == "put")
+            let revoked = try await stream.next(timeout: .seconds(15)) { $0.name == "auth_revoked" }
+            #expect(revoked.json == "credential is no longer valid")
+            await stream.close()
+        }
+    }
+
     @Test func anEventStreamTheRulesRefuseIsNotOpened() async throws {
         try await Self.withSecuredServer { server in
             let response = try await server.http(.GET, "/users/ada.json", headers: [("Accept", "text/event-stream")])
