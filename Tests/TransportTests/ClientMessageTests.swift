@@ -99,7 +99,10 @@ struct ClientMessageTests {
                 #"{"r":11,"a":"gauth","b":{"cred":"token","authvar":{"uid":"ada"}}}"#,
                 .adminAuth(credential: "token", authVariable: ["uid": "ada"])
             ),
-            (#"{"r":11,"a":"gauth","b":{"cred":"token","noauth":true}}"#, .adminAuth(credential: "token", authVariable: .null)),
+            (
+                #"{"r":11,"a":"gauth","b":{"cred":"token","noauth":true}}"#,
+                .adminAuth(credential: "token", authVariable: .null)
+            ),
             (#"{"r":12,"a":"unauth","b":{}}"#, .unauth),
             (#"{"r":13,"a":"s","b":{"c":{"sdk.js.9":1}}}"#, .stats(["sdk.js.9": 1])),
             (#"{"r":14,"a":"zz","b":{}}"#, .unknown(action: "zz")),
