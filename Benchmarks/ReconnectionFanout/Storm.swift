@@ -1,3 +1,4 @@
+import Dispatch
 import NIOCore
 import Synchronization
 import Transport
@@ -32,6 +33,7 @@ enum StormError: Error, CustomStringConvertible {
     case dropped(Int)
     case fileLimit(needed: UInt64, limit: UInt64)
     case invalidData(String)
+    case clientProcess(String)
 
     var description: String {
         switch self {
@@ -46,8 +48,10 @@ enum StormError: Error, CustomStringConvertible {
         case .dropped(let count):
             "the server closed \(count) connections whose listens were answered"
         case .fileLimit(let needed, let limit):
-            "the storm needs about \(needed) file descriptors (a client's and the server's end of each "
-                + "connection), but the limit is \(limit) even at the hard limit (raise it: `ulimit -Hn`)"
+            "the storm needs about \(needed) file descriptors, but the limit is \(limit) even at the hard "
+                + "limit (raise it: `ulimit -Hn`)"
+        case .clientProcess(let reason):
+            "the storm's client process: \(reason)"
         case .invalidData(let reason):
             "the storm's address or data does not parse: \(reason)"
         }
@@ -68,7 +72,7 @@ final class StormCounters: Sendable {
 }
 
 /// A storm of `clients` raw realtime connections: each listens to a location of its own and to the
-/// shared one; ``cutAll()`` resets every socket at once and each client connects again right away.
+/// shared one; ``cutAll(timeout:)`` resets every socket at once and each client connects again right away.
 ///
 /// At most ``window`` connections are being set up at a time (connected, upgraded, greeted, both
 /// listens sent and answered): every client still reconnects as soon as it can, but the accept
@@ -91,7 +95,7 @@ final class Storm: Sendable {
         var nextPending = 0
         var inFlight = 0
         var restored = 0
-        var waiter: CheckedContinuation<Void, Never>?
+        var allRestored: DispatchSemaphore?
 
         /// The next queued client, which takes over a finished connection's place in the window (or
         /// `nil`, and the place is free).
@@ -135,42 +139,33 @@ final class Storm: Sendable {
 
     var clients: [StormClient] { clientList.withLock { $0 } }
 
-    /// Clients whose two listens were answered since the last cut (or since the start).
-    var restored: Int { state.withLock { $0.restored } }
-
-    /// Connects every client and waits until each one's listens are answered.
-    func connectAll(timeout: Duration) async throws(StormError) {
+    /// Connects every client and waits (blocking the calling thread) until each one's listens are
+    /// answered.
+    func connectAll(timeout: Duration) throws(StormError) {
         for client in clients { enqueue(client) }
-        try await waitUntilRestored(timeout: timeout)
+        try waitUntilRestored(timeout: timeout)
     }
 
-    /// Cuts every client's connection at once; each client connects again when its socket is closed.
-    func cutAll() {
+    /// Cuts every client's connection at once, then waits (blocking the calling thread) until each
+    /// client, connected again, has its listens answered.
+    func cutAll(timeout: Duration) throws(StormError) {
         state.withLock { $0.restored = 0 }
         for client in clients { client.cut() }
+        try waitUntilRestored(timeout: timeout)
     }
 
-    /// Waits until every client's listens are answered on its current connection.
-    func waitUntilRestored(timeout: Duration) async throws(StormError) {
-        let deadline = ContinuousClock.now + timeout
-        let timer = Task {
-            do {
-                try await Task.sleep(until: deadline, clock: .continuous)
-            } catch {
-                return
-            }
-            resumeWaiter()
+    private func waitUntilRestored(timeout: Duration) throws(StormError) {
+        let signal = DispatchSemaphore(value: 0)
+        let done = state.withLock { state in
+            guard state.restored < clientCount else { return true }
+            state.allRestored = signal
+            return false
         }
-        defer { timer.cancel() }
-        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
-            let done = state.withLock { state in
-                guard state.restored < clientCount else { return true }
-                state.waiter = waiter
-                return false
-            }
-            if done { waiter.resume() }
+        if !done { _ = signal.wait(timeout: .now() + .seconds(Int(timeout.components.seconds))) }
+        let restored = state.withLock { state in
+            state.allRestored = nil
+            return state.restored
         }
-        let restored = restored
         guard restored == clientCount else {
             throw .notRestored(restored: restored, clients: clientCount, seconds: Int(timeout.components.seconds))
         }
@@ -200,13 +195,11 @@ final class Storm: Sendable {
 
     /// `client`'s listens are both answered: its place in the window goes to the next client.
     func restored(_ client: StormClient) {
-        let (next, waiter) = state.withLock { state in
+        let (next, allRestored) = state.withLock { state in
             state.restored += 1
-            let waiter = state.restored == clientCount ? state.waiter : nil
-            if waiter != nil { state.waiter = nil }
-            return (state.takeNext(), waiter)
+            return (state.takeNext(), state.restored == clientCount ? state.allRestored : nil)
         }
-        waiter?.resume()
+        allRestored?.signal()
         if let next { StormConnection.open(next, to: address, request: request) }
     }
 
@@ -217,14 +210,6 @@ final class Storm: Sendable {
         let next = state.withLock { $0.takeNext() }
         if let next { StormConnection.open(next, to: address, request: request) }
         enqueue(client)
-    }
-
-    private func resumeWaiter() {
-        let waiter = state.withLock { state in
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume()
     }
 
     private static func hash(_ json: String) throws(StormError) -> String {

@@ -10,21 +10,23 @@ import Glibc
 import Darwin
 #endif
 
-/// A server in this process, with every client of a storm connected and listening.
+/// A server in this process, and a storm's clients in a process of their own
+/// (``StormClientProcess``), every one connected and listening.
 final class StormFixture: Sendable {
     let server: TestServer
-    let storm: Storm
+    let clients: StormClients
+    private let counts: Mutex<StormClients.Counts>
 
-    private init(server: TestServer, storm: Storm) {
+    private init(server: TestServer, clients: StormClients, counts: StormClients.Counts) {
         self.server = server
-        self.storm = storm
+        self.clients = clients
+        self.counts = Mutex(counts)
     }
 
     /// Starts a server on a free port of 127.0.0.1 (data in memory, the default 20 s heartbeat),
-    /// writes every client's data, then connects the clients and waits until they all listen.
+    /// writes every client's data, then starts the client process and waits until every client listens.
     static func start(clients: Int) async throws -> StormFixture {
-        // Both ends of each connection are in this process.
-        try FileLimit.raise(toAtLeast: UInt64(2 * clients + 256))
+        try FileLimit.raise(toAtLeast: UInt64(clients + 256))
         var configuration = ServerConfiguration()
         configuration.host = "127.0.0.1"
         configuration.dataDirectory = nil
@@ -34,11 +36,17 @@ final class StormFixture: Sendable {
                 .PUT, "/\(StormLayout.root).json?ns=\(StormLayout.namespace)",
                 body: StormLayout.seedJSON(clients: clients))
             guard seed.status == 200 else { throw StormError.seedFailed(status: seed.status, body: seed.body) }
-            let storm = try Storm(clients: clients, port: server.port)
-            let fixture = StormFixture(server: server, storm: storm)
-            try await storm.connectAll(timeout: fixture.timeout)
-            try await fixture.waitForServerConnections()
-            return fixture
+            let timeout = Self.timeout(clients: clients)
+            let process = try StormClients(clients: clients, port: server.port, timeout: timeout)
+            do {
+                let counts = try await process.connect()
+                let fixture = StormFixture(server: server, clients: process, counts: counts)
+                try await fixture.waitForServerConnections()
+                return fixture
+            } catch {
+                process.stop()
+                throw error
+            }
         } catch {
             await server.stop()
             throw error
@@ -50,48 +58,48 @@ final class StormFixture: Sendable {
     /// cost grows with the listens, is part of the storm).
     func run(_ benchmark: Benchmark) async throws {
         try await waitForServerConnections()
-        let pushesBefore = storm.counters.dataPushes.load(ordering: .relaxed)
-        let droppedBefore = storm.counters.dropped.load(ordering: .relaxed)
+        let before = counts.withLock { $0 }
 
         benchmark.startMeasurement()
         let cpuBefore = ProcessCPU.microseconds()
         let mallocsBefore = MallocInterposerSwift.getStatistics().mallocCount
-        storm.cutAll()
-        try await storm.waitUntilRestored(timeout: timeout)
+        let after = try await clients.cut()
         try await waitForServerConnections()
         let mallocs = MallocInterposerSwift.getStatistics().mallocCount - mallocsBefore
         let cpu = ProcessCPU.microseconds() - cpuBefore
         benchmark.stopMeasurement()
 
-        let clients = storm.clientCount
-        benchmark.measurement(.cpuPerRestoredClient, (cpu + clients / 2) / clients)
-        benchmark.measurement(.mallocsPerRestoredClient, (mallocs + clients / 2) / clients)
-        let pushes = storm.counters.dataPushes.load(ordering: .relaxed) - pushesBefore
-        guard pushes == 0 else { throw StormError.dataResent(pushes) }
-        let dropped = storm.counters.dropped.load(ordering: .relaxed) - droppedBefore
-        guard dropped == 0 else { throw StormError.dropped(dropped) }
+        counts.withLock { $0 = after }
+        let clientCount = clients.clientCount
+        benchmark.measurement(.cpuPerRestoredClient, (cpu + clientCount / 2) / clientCount)
+        benchmark.measurement(.mallocsPerRestoredClient, (mallocs + clientCount / 2) / clientCount)
+        guard after.dataPushes == before.dataPushes else {
+            throw StormError.dataResent(after.dataPushes - before.dataPushes)
+        }
+        guard after.dropped == before.dropped else { throw StormError.dropped(after.dropped - before.dropped) }
     }
 
     func stop() async {
-        storm.stop()
+        clients.stop()
         await server.stop()
     }
 
     /// How long a storm may take before it counts as failed: far above what it takes, so only a
     /// server that stopped restoring listens fails.
-    private var timeout: Duration { .seconds(max(120, storm.clientCount / 30)) }
+    private static func timeout(clients: Int) -> Duration { .seconds(max(120, clients / 30)) }
 
     /// Waits until the server counts exactly one connection per client.
     private func waitForServerConnections() async throws(StormError) {
-        guard await server.waitForOpenConnections(storm.clientCount, timeout: timeout) else {
-            throw .serverConnections(open: server.openConnections, expected: storm.clientCount)
+        let expected = clients.clientCount
+        guard await server.waitForOpenConnections(expected, timeout: Self.timeout(clients: expected)) else {
+            throw .serverConnections(open: server.openConnections, expected: expected)
         }
     }
 }
 
-/// The open-file limit (`RLIMIT_NOFILE`): a storm holds two descriptors per client.
+/// The open-file limit (`RLIMIT_NOFILE`): each process of a storm holds one descriptor per client.
 enum FileLimit {
-    /// Raises the soft limit to `needed`, and the hard limit too where the process may (as root).
+    /// Raises the soft limit to `needed`, and the hard limit too where the process may.
     static func raise(toAtLeast needed: UInt64) throws(StormError) {
         var limit = rlimit()
         guard getrlimit(resource, &limit) == 0 else { return }
