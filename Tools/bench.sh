@@ -108,11 +108,13 @@ done
 if $quick; then
     writes_args=(--connections 10 --pipeline 8 --duration 2)
     fanout_args=(--listeners 50 --rate 50 --duration 1)
+    saturated_args=(--listeners 50 --rate 500 --duration 1)
     storm_args=(--clients 50 --rounds 1 --timeout 60)
     idle_args=(--connections 50)
 else
     writes_args=(--connections 100 --pipeline 32 --duration 10)
     fanout_args=(--listeners 1000 --rate 300 --duration 5)
+    saturated_args=(--listeners 1000 --rate 1000 --duration 3)
     storm_args=(--clients 1000 --rounds 2 --timeout 120)
     idle_args=(--connections 1000)
 fi
@@ -134,6 +136,7 @@ scenario() {
 }
 scenario writes writes "${writes_args[@]}" --baseline "$work/grdb-baseline"
 scenario fanout fanout "${fanout_args[@]}" --in-memory --baseline redis
+scenario fanout-saturated fanout "${saturated_args[@]}" --in-memory --baseline redis
 scenario storm-cut storm "${storm_args[@]}" --cut
 scenario storm-restart storm "${storm_args[@]}" --restart kill
 scenario idle idle "${idle_args[@]}" --in-memory
