@@ -208,8 +208,8 @@ def load_scenarios(work):
     if writes:
         canopy = writes["canopy"]
         figure = (
-            f"{canopy['writesPerSecond']:,.0f} acked writes/s, p50 ack {canopy['ackLatency']['p50Ms']:.1f} ms, "
-            f"p99 {canopy['ackLatency']['p99Ms']:.1f} ms"
+            f"{canopy['writesPerSecond']:,.0f} acked writes/s, p50 ack {fmt_seconds_ms(canopy['ackLatency']['p50Ms'])}, "
+            f"p99 {fmt_seconds_ms(canopy['ackLatency']['p99Ms'])}"
         )
         if canopy.get("serverCPUMicrosecondsPerWrite") is not None:
             figure += f", server CPU {canopy['serverCPUMicrosecondsPerWrite']:.1f} µs per write"
@@ -231,14 +231,14 @@ def load_scenarios(work):
         redis = fanout.get("redis")
         figure = (
             f"{canopy['eventsPerSecond']:,.0f} events/s to {fanout['listeners']:,} listeners at "
-            f"{fanout['rate']:,} writes/s, p50 {canopy['latency']['p50Ms']:.1f} ms, "
-            f"p99 {canopy['latency']['p99Ms']:.1f} ms"
+            f"{fanout['rate']:,} writes/s, p50 {fmt_seconds_ms(canopy['latency']['p50Ms'])}, "
+            f"p99 {fmt_seconds_ms(canopy['latency']['p99Ms'])}"
         )
         other = "—"
         if redis:
             other = (
-                f"Redis pub/sub: {redis['eventsPerSecond']:,.0f} events/s, p50 {redis['latency']['p50Ms']:.1f} ms, "
-                f"p99 {redis['latency']['p99Ms']:.1f} ms"
+                f"Redis pub/sub: {redis['eventsPerSecond']:,.0f} events/s, "
+                f"p50 {fmt_seconds_ms(redis['latency']['p50Ms'])}, p99 {fmt_seconds_ms(redis['latency']['p99Ms'])}"
             )
         relative = fanout.get("ratio") or {}
         shown = "—"
@@ -276,7 +276,7 @@ def load_scenarios(work):
         "temporary folder). The ratio is Canopy's figure over the baseline's, in the same run: for "
         "`writes`, at the server's own average transaction size, then at connections × pipeline rows. "
         "`fanout` offers a load both sides deliver (its events/s ratio is then 1, and latency tells "
-        "them apart); `fanout-saturated` offers more than either delivers.",
+        "them apart); `fanout-saturated` offers more than Canopy delivers here.",
     ])
 
 
