@@ -18,6 +18,10 @@ let package = Package(
     dependencies: [
         .package(name: "canopy", path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        // package-benchmark's own allocation counter, read directly to divide a storm's allocations
+        // by its clients.
+        .package(url: "https://github.com/ordo-one/malloc-interposer.git", from: "1.5.0"),
     ],
     targets: [
         // package-benchmark finds its targets by their folder's parent being named `Benchmarks`,
@@ -42,6 +46,34 @@ let package = Package(
                 .product(name: "Canopy", package: "canopy"),
             ],
             path: "CacheEviction",
+            swiftSettings: swiftSettings,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
+            name: "RulesEvaluation",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Rules", package: "canopy"),
+                .product(name: "Tree", package: "canopy"),
+            ],
+            path: "RulesEvaluation",
+            swiftSettings: swiftSettings,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
+            name: "ReconnectionFanout",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "CanopyServer", package: "canopy"),
+                .product(name: "CanopyTesting", package: "canopy"),
+                .product(name: "Transport", package: "canopy"),
+                .product(name: "Tree", package: "canopy"),
+                .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ],
+            path: "ReconnectionFanout",
             swiftSettings: swiftSettings,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),

@@ -40,6 +40,8 @@ struct BaselineRun {
     let batch: Int
     let duration: Double
     let fsync: Bool
+    /// Where its lines go.
+    var log: (String) -> Void = { report($0) }
 
     func measure() throws -> Double {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -57,7 +59,7 @@ struct BaselineRun {
                 sql: "CREATE TABLE nodes (path TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID")
         }
         let keys = (0..<writers).flatMap { writer in (0..<keysPerWriter).map { "load/w\(writer)/k\($0)" } }
-        report("baseline: raw GRDB upserts, \(batch) per transaction, fsync \(fsync ? "on" : "off"), for \(duration) s")
+        log("baseline: raw GRDB upserts, \(batch) per transaction, fsync \(fsync ? "on" : "off"), for \(duration) s")
         let deadline = Date().addingTimeInterval(duration)
         let started = Date()
         var total = 0
@@ -78,7 +80,7 @@ struct BaselineRun {
         }
         let elapsed = Date().timeIntervalSince(started)
         let rate = Double(total) / elapsed
-        report(
+        log(
             String(
                 format: "baseline upserts: %d in %.2f s (%d commits) = %.0f upserts/s", total, elapsed, commits, rate))
         return rate

@@ -16,6 +16,7 @@ let benchmarks: @Sendable () -> Void = {
     // the evicted data written again (unmeasured) before each one.
     let eviction = Benchmark.Configuration(
         metrics: [.wallClock, .throughput, .mallocCountTotal],
+        units: [.mallocCountTotal: .count],
         warmupIterations: 2,
         maxDuration: .seconds(10),
         maxIterations: 100
@@ -26,6 +27,7 @@ let benchmarks: @Sendable () -> Void = {
     // machine.
     let coldStart = Benchmark.Configuration(
         metrics: [.wallClock, .throughput, .mallocCountTotal],
+        units: [.mallocCountTotal: .count],
         warmupIterations: 2,
         maxDuration: .seconds(30),
         maxIterations: 40

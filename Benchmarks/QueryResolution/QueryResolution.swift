@@ -16,6 +16,7 @@ let benchmarks: @Sendable () -> Void = {
     // stays out of the figures; results are reported per operation.
     let fast = Benchmark.Configuration(
         metrics: [.wallClock, .throughput, .mallocCountTotal],
+        units: [.mallocCountTotal: .count],
         warmupIterations: 3,
         scalingFactor: .kilo,
         maxDuration: .seconds(2),
@@ -24,12 +25,14 @@ let benchmarks: @Sendable () -> Void = {
     // Operations of tens to hundreds of microseconds: one per measured iteration is enough.
     let medium = Benchmark.Configuration(
         metrics: [.wallClock, .throughput, .mallocCountTotal],
+        units: [.mallocCountTotal: .count],
         warmupIterations: 10,
         maxDuration: .seconds(2),
         maxIterations: 10_000
     )
     let slow = Benchmark.Configuration(
         metrics: [.wallClock, .throughput, .mallocCountTotal],
+        units: [.mallocCountTotal: .count],
         warmupIterations: 1,
         maxDuration: .seconds(3),
         maxIterations: 1_000

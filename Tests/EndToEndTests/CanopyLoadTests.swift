@@ -71,6 +71,53 @@ struct CanopyLoadTests {
             #expect(canopy["listenersClosedEarly"] as? Int == 0, "\(canopy)")
         }
     }
+
+    @Test func writesReportsEveryAcknowledgedWriteAndTheRawGRDBBaseline() async throws {
+        try await withTestServer { server in
+            let baseline = try TestServer.makeTemporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: baseline) }
+            let (status, report, log) = try await CanopyLoad.run([
+                "writes", "--server", "127.0.0.1:\(server.port)", "--connections", "3", "--pipeline", "4",
+                "--duration", "0.5", "--baseline", baseline, "--json",
+            ])
+            #expect(status == 0, "\(log)")
+            let canopy = try #require(report["canopy"] as? [String: Any], "\(log)")
+            let acked = try #require(canopy["ackedWrites"] as? Int, "\(canopy)")
+            #expect(acked >= 12, "\(canopy)")
+            #expect(canopy["connectionsClosedEarly"] as? Int == 0, "\(canopy)")
+            #expect(canopy["commitTransactions"] is Int, "\(canopy)")
+            // What the server acknowledged is in the database, each key's last value.
+            let written = try await server.http(.GET, "/load/w2.json?ns=load&shallow=true")
+            #expect(written.status == 200 && written.body.contains("\"k1\""), "\(written.body)")
+            let baselines = try #require(report["baseline"] as? [[String: Any]], "\(log)")
+            #expect(!baselines.isEmpty, "\(log)")
+            for figure in baselines {
+                #expect((figure["rowsPerTransaction"] as? Int ?? 0) > 0, "\(figure)")
+                #expect(figure["upsertsPerSecond"] is Double && figure["ratio"] is Double, "\(figure)")
+            }
+        }
+    }
+
+    @Test func idleReadsTheServersMemoryBeforeAndAfterItsConnections() async throws {
+        try await withTestServer { server in
+            // The server runs in this process: its memory is this process's.
+            let (status, report, log) = try await CanopyLoad.run([
+                "idle", "--server", "127.0.0.1:\(server.port)", "--connections", "5", "--server-pid",
+                String(ProcessInfo.processInfo.processIdentifier), "--json",
+            ])
+            #expect(status == 0, "\(log)")
+            #expect(report["connections"] as? Int == 5, "\(log)")
+            #expect((report["rssBeforeBytes"] as? Int ?? 0) > 0, "\(log)")
+            #expect((report["rssAfterBytes"] as? Int ?? 0) > 0, "\(log)")
+            #expect(report["bytesPerConnection"] is Double, "\(log)")
+        }
+    }
+
+    @Test func idleWithoutAServerPidIsRefused() async throws {
+        let (status, log) = try await CanopyLoad.runExpectingFailure(["idle", "--server", "127.0.0.1:1"])
+        #expect(status != 0)
+        #expect(log.contains("--server-pid"), "\(log)")
+    }
 }
 
 /// Runs the `canopy-load` executable built beside the tests.
@@ -92,6 +139,22 @@ private enum CanopyLoad {
     /// Runs `canopy-load` with `arguments`; returns its exit status, the JSON object it printed and
     /// everything it wrote (for failure messages).
     static func run(_ arguments: [String]) async throws -> (Int32, [String: Any], String) {
+        let (status, output, log) = try await launch(arguments)
+        guard let object = try? JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any] else {
+            throw Failure.notJSON(log)
+        }
+        return (status, object, log)
+    }
+
+    /// Runs `canopy-load` with `arguments` that it should refuse; returns its exit status and output.
+    static func runExpectingFailure(_ arguments: [String]) async throws -> (Int32, String) {
+        let (status, _, log) = try await launch(arguments)
+        return (status, log)
+    }
+
+    /// Runs `canopy-load` until it exits; returns its exit status, its standard output, and both
+    /// of its outputs together.
+    private static func launch(_ arguments: [String]) async throws -> (Int32, String, String) {
         guard let executable else { throw Failure.notBuilt }
         let folder = try TestServer.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -109,17 +172,14 @@ private enum CanopyLoad {
         while process.isRunning, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }
-        let output = { (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "" }
-        let log = { output() + ((try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "") }
+        let output = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
+        let log = output + ((try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
         guard !process.isRunning else {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
-            throw Failure.timedOut(log())
+            throw Failure.timedOut(log)
         }
-        guard let object = try? JSONSerialization.jsonObject(with: Data(output().utf8)) as? [String: Any] else {
-            throw Failure.notJSON(log())
-        }
-        return (process.terminationStatus, object, log())
+        return (process.terminationStatus, output, log)
     }
 
     /// A TCP port of 127.0.0.1 that nothing listens on now.

@@ -1,0 +1,106 @@
+import ArgumentParser
+import Foundation
+import Synchronization
+
+/// Server memory per idle connection.
+struct Idle: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Server memory per idle connection (reads the server's RSS).",
+        discussion: """
+            Opens one warm-up connection (so that state the server creates once does not count), reads \
+            the server's resident memory (VmRSS in /proc/<pid>/status), opens --connections more and \
+            waits for each one's hello, then reads it again two seconds later. Needs the server's pid: \
+            --launch, or --server-pid for a server started otherwise.
+            """)
+
+    @OptionGroup var options: ServerOptions
+    @OptionGroup var launchOptions: LaunchOptions
+    @Option(help: "Idle connections to open.") var connections = 1000
+    @Flag(help: "Print one JSON object with the figures on standard output (the other lines go to standard error).")
+    var json = false
+
+    func validate() throws {
+        guard connections > 0 else { throw ValidationError("--connections must be positive") }
+        guard launchOptions.launch || launchOptions.serverPid != nil else {
+            throw ValidationError("give --server-pid (the server's process id) or --launch")
+        }
+        _ = try options.endpoint()
+    }
+
+    func run() async throws {
+        let console = Console(json: json)
+        try FileLimit.check(connections: connections + 1, what: "\(connections) idle connections")
+        let machine = MachineInfo.current()
+        console.line(machine.describe)
+        let launched = try await launchOptions.start(at: try options.endpoint(), console: console)
+        let result: IdleReport
+        do {
+            guard let pid = launched?.pid ?? launchOptions.serverPid else {
+                throw ValidationError("give --server-pid (the server's process id) or --launch")
+            }
+            result = try await measure(serverPid: pid, machine: machine, console: console)
+        } catch {
+            await launched?.shutDown()
+            throw error
+        }
+        await launched?.shutDown()
+        console.line(
+            String(
+                format: "idle connections: %d, server RSS %.1f MB → %.1f MB: %.1f KB per connection",
+                connections, Double(result.rssBeforeBytes) / 1e6, Double(result.rssAfterBytes) / 1e6,
+                result.bytesPerConnection / 1024))
+        try console.emit(result)
+    }
+
+    private func measure(serverPid: Int32, machine: MachineInfo, console: Console) async throws -> IdleReport {
+        let tally = Tally()
+        // Warm up: one connection so lazily created server state does not count as per-connection cost.
+        let warm = try await options.connect { IgnoringSession(onHello: { tally.finish(with: makeHistogram()) }) }
+        await tally.waitForSessions(1)
+        defer { warm.close() }
+        try await Task.sleep(for: .seconds(1))
+        let before = try Self.rss(of: serverPid)
+        console.line("idle: opening \(connections) connections to \(options.server)")
+        let started = monotonicNanoseconds()
+        let connections = connections
+        let open = try await console.withProgress({
+            "idle: \(tally.sessionsDone.load(ordering: .relaxed) - 1) of \(connections) connections greeted"
+        }) {
+            let open = try await connectAll(connections, options: options) { _ in
+                IgnoringSession(onHello: { tally.finish(with: makeHistogram()) })
+            }
+            await tally.waitForSessions(connections)
+            return open
+        }
+        defer { for connection in open { connection.close() } }
+        let connectSeconds = Double(monotonicNanoseconds() - started) / 1e9
+        try await Task.sleep(for: .seconds(2))
+        let after = try Self.rss(of: serverPid)
+        return IdleReport(
+            scenario: "idle", server: options.server, connections: connections, machine: machine,
+            connectSeconds: connectSeconds, rssBeforeBytes: before, rssAfterBytes: after,
+            bytesPerConnection: Double(after - before) / Double(connections))
+    }
+
+    /// The resident memory of process `pid` (VmRSS), in bytes.
+    private static func rss(of pid: Int32) throws -> Int {
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+            let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+        else { throw ValidationError("cannot read VmRSS of process \(pid)") }
+        return kilobytes * 1024
+    }
+}
+
+/// The `--json` object of an `idle` run.
+struct IdleReport: Encodable {
+    var scenario: String
+    var server: String
+    var connections: Int
+    var machine: MachineInfo
+    /// From the first connection's start until every connection was greeted.
+    var connectSeconds: Double
+    var rssBeforeBytes: Int
+    var rssAfterBytes: Int
+    var bytesPerConnection: Double
+}
