@@ -26,7 +26,8 @@ struct RulesFixture: Sendable {
             let keys = (0..<1_000).map { (ChildKey("k\($0)"), Node(.number(Double($0)))) }
             load.append((ChildKey("w\(writer)"), Node(children: keys)))
         }
-        let members = (0..<1_000).map { (ChildKey("u\($0)"), Node(.bool(true))) } + [(ChildKey("ada"), Node(.bool(true)))]
+        let members =
+            (0..<1_000).map { (ChildKey("u\($0)"), Node(.bool(true))) } + [(ChildKey("ada"), Node(.bool(true)))]
         let room = Node(children: [
             (ChildKey("owner"), Node(.string("bob"))), (ChildKey("title"), Node(.string("Lobby"))),
             (ChildKey("members"), Node(children: members)),
