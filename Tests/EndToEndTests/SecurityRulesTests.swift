@@ -220,8 +220,9 @@ struct SecurityRulesTests {
     @Test func anExpiringTokenIsRevokedAndItsListensWithIt() async throws {
         try await Self.withSecuredServer { server in
             let client = try await RealtimeTestClient.connect(to: server, namespace: nil)
-            // Its `exp` passed 57 s ago; with the server's 60 s of clock skew it is valid for 3 s more.
-            let token = try await SignedTokens.token(uid: "ada", lifetime: 3 - 60)
+            // Its `exp` passed 54 s ago; with the server's 60 s of clock skew it is valid for 5–6 s more
+            // (long enough for a busy machine to take it before it lapses).
+            let token = try await SignedTokens.token(uid: "ada", lifetime: 6 - 60)
             try await client.requestOK(.auth(credential: token))
             try await client.requestOK(.listen(path: "/users/ada", query: nil, tag: nil, hash: nil))
             let revokedAuth = try await client.next(timeout: .seconds(20)) {
@@ -285,8 +286,8 @@ struct SecurityRulesTests {
 
     @Test func anEventStreamEndsWithAuthRevokedWhenItsTokenExpires() async throws {
         try await Self.withSecuredServer { server in
-            // Valid for about 2 s more (its `exp` passed 58 s ago; the server allows 60 s of skew).
-            let token = try await SignedTokens.token(uid: "ada", lifetime: 2 - 60)
+            // Valid for 5–6 s more (its `exp` passed 54 s ago; the server allows 60 s of skew).
+            let token = try await SignedTokens.token(uid: "ada", lifetime: 6 - 60)
             let stream = try await server.eventStream("/public.json?auth=\(token)")
             #expect(try await stream.nextData().name == "put")
             let revoked = try await stream.next(timeout: .seconds(15)) { $0.name == "auth_revoked" }
