@@ -40,9 +40,16 @@ public final class Database: Sendable {
 
     private static let instances = Mutex<[String: Database]>([:])
 
+    /// Where ``database()`` points instead of `CANOPY_DATABASE_URL`, for tests: changing the process
+    /// environment while other threads read it (`ProcessInfo.environment`, `Process.run()`) can
+    /// crash them, as `setenv` may free what they are reading.
+    static let defaultURLOverride = Mutex<String?>(nil)
+
     /// The default database: the URL in `CANOPY_DATABASE_URL`, else `http://127.0.0.1:9000`.
     public static func database() -> Database {
-        database(url: ProcessInfo.processInfo.environment["CANOPY_DATABASE_URL"] ?? "http://127.0.0.1:9000")
+        let url = defaultURLOverride.withLock { $0 }
+        return database(
+            url: url ?? ProcessInfo.processInfo.environment["CANOPY_DATABASE_URL"] ?? "http://127.0.0.1:9000")
     }
 
     /// The database at `url` (`http://host:port?ns=NAME`, `https://NAME.example.com`, …); the same

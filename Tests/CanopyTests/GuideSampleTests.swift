@@ -1,12 +1,14 @@
 import CanopyServer
 import CanopyTesting
 import Foundation
+import Synchronization
 import Testing
 
 @testable import Canopy
 
-/// The guide's samples against a real server, through `Database.database()` (the URL in
-/// `CANOPY_DATABASE_URL`), as the guide says they behave.
+/// The guide's samples against a real server, through `Database.database()` (pointed at the server
+/// as `CANOPY_DATABASE_URL` would point it, without changing the process environment that other
+/// tests read), as the guide says they behave.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct GuideSampleTests {
     /// Samples 1 to 3: persistence on, keepSynced on and off, two offline-capable queries. What the
@@ -18,8 +20,8 @@ struct GuideSampleTests {
                 "canopy-guide-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: folder) }
             let url = "http://127.0.0.1:\(server.port)?ns=guide1"
-            setenv("CANOPY_DATABASE_URL", url, 1)
-            defer { unsetenv("CANOPY_DATABASE_URL") }
+            Database.defaultURLOverride.withLock { $0 = url }
+            defer { Database.defaultURLOverride.withLock { $0 = nil } }
             try await makeDatabase(server, namespace: "guide1").reference(withPath: "scores").setValue(
                 [
                     "bruhathkayosaurus": 55, "lambeosaurus": 21, "linhenykus": 80, "pterodactyl": 93, "stegosaurus": 5,
@@ -49,8 +51,8 @@ struct GuideSampleTests {
 
     @Test func thePresenceSampleKeepsExactlyTheLiveDevicesAndTheServerSetsLastOnline() async throws {
         try await withServer { server in
-            setenv("CANOPY_DATABASE_URL", "http://127.0.0.1:\(server.port)?ns=guide", 1)
-            defer { unsetenv("CANOPY_DATABASE_URL") }
+            Database.defaultURLOverride.withLock { $0 = "http://127.0.0.1:\(server.port)?ns=guide" }
+            defer { Database.defaultURLOverride.withLock { $0 = nil } }
             let device = Database.database()
             sample8Presence()
             sample5ConnectionState()
@@ -86,8 +88,8 @@ struct GuideSampleTests {
 
     @Test func theOnDisconnectSampleLeavesNothingAfterItsCancel() async throws {
         try await withServer { server in
-            setenv("CANOPY_DATABASE_URL", "http://127.0.0.1:\(server.port)?ns=guide4", 1)
-            defer { unsetenv("CANOPY_DATABASE_URL") }
+            Database.defaultURLOverride.withLock { $0 = "http://127.0.0.1:\(server.port)?ns=guide4" }
+            defer { Database.defaultURLOverride.withLock { $0 = nil } }
             sample4OnDisconnect()
             sample6ServerTimestamp()
             let database = Database.database()
