@@ -75,22 +75,22 @@ struct CanopyServerCommand: AsyncParsableCommand {
             namespace, replacing its stored rules. Without it a namespace that never had rules set allows \
             everything. (CANOPY_RULES)
             """)
-    var rules: String? = env("CANOPY_RULES")
+    var rules: String?
 
     @Option(help: "Secret of HS256 ID tokens, at least 32 bytes. (CANOPY_AUTH_SECRET)")
-    var authSecret: String? = env("CANOPY_AUTH_SECRET")
+    var authSecret: String?
 
     @Option(help: "JWKS file with the public keys of RS256 and ES256 ID tokens. (CANOPY_JWKS_FILE)")
-    var jwksFile: String? = env("CANOPY_JWKS_FILE")
+    var jwksFile: String?
 
     @Option(
         help: """
             Issuer every ID token must name, e.g. https://securetoken.google.com/PROJECT. (CANOPY_AUTH_ISSUER)
             """)
-    var authIssuer: String? = env("CANOPY_AUTH_ISSUER")
+    var authIssuer: String?
 
     @Option(help: "Audience every ID token must name, e.g. the Firebase project id. (CANOPY_AUTH_AUDIENCE)")
-    var authAudience: String? = env("CANOPY_AUTH_AUDIENCE")
+    var authAudience: String?
 
     @Option(help: "Seconds of clock skew allowed on token expiry and start times. (CANOPY_AUTH_CLOCK_SKEW)")
     var authClockSkew: Double = env("CANOPY_AUTH_CLOCK_SKEW").flatMap(Double.init) ?? 60
@@ -103,7 +103,7 @@ struct CanopyServerCommand: AsyncParsableCommand {
             Admin credential (the rules do not apply to it), sent as ?auth=SECRET or \
             'Authorization: Bearer SECRET'. (CANOPY_ADMIN_SECRET)
             """)
-    var adminSecret: String? = env("CANOPY_ADMIN_SECRET")
+    var adminSecret: String?
 
     @Flag(
         help: """
@@ -146,14 +146,17 @@ struct CanopyServerCommand: AsyncParsableCommand {
         configuration.maxPendingOutboundBytes = maxPendingOutboundBytes
         configuration.fsync = fsync
         configuration.shutdownTimeout = .milliseconds(Int(shutdownTimeout * 1000))
-        configuration.rulesFile = rules
-        configuration.authentication.sharedSecret = authSecret
-        configuration.authentication.keySet = jwksFile.map { .file(URL(fileURLWithPath: $0)) }
-        configuration.authentication.issuer = authIssuer
-        configuration.authentication.audience = authAudience
+        // Optional options read their variable here: ArgumentParser deprecates defaults on them.
+        configuration.rulesFile = rules ?? env("CANOPY_RULES")
+        configuration.authentication.sharedSecret = authSecret ?? env("CANOPY_AUTH_SECRET")
+        configuration.authentication.keySet = (jwksFile ?? env("CANOPY_JWKS_FILE")).map {
+            .file(URL(fileURLWithPath: $0))
+        }
+        configuration.authentication.issuer = authIssuer ?? env("CANOPY_AUTH_ISSUER")
+        configuration.authentication.audience = authAudience ?? env("CANOPY_AUTH_AUDIENCE")
         configuration.authentication.clockSkew = authClockSkew
         configuration.authentication.maximumTokenBytes = authMaxTokenBytes
-        configuration.authentication.adminSecret = adminSecret
+        configuration.authentication.adminSecret = adminSecret ?? env("CANOPY_ADMIN_SECRET")
         configuration.authentication.isEmulator = emulator || envFlag("CANOPY_EMULATOR") == true
         let server = CanopyServer(configuration: configuration, logger: logger)
         do {

@@ -24,7 +24,7 @@ struct ExpressionToken: Equatable {
         case .string: "a string"
         case .regex: "a regular expression"
         case .symbol(let symbol): "'\(symbol)'"
-        case .end: "the end of the expression"
+        case .end: "end of the expression"
         }
     }
 }
