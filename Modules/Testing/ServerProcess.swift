@@ -104,7 +104,7 @@ public final class ServerProcess: Sendable {
                 output.append(data)
             }
         }
-        try process.run()
+        try ProcessLauncher.run(process)
         return (process, output)
     }
 

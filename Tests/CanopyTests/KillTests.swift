@@ -35,7 +35,7 @@ final class Probe: Sendable {
                 }
             }
         }
-        try process.run()
+        try ProcessLauncher.run(process)
     }
 
     var printed: [String] { lines.withLock { $0 } }
