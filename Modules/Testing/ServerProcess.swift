@@ -104,7 +104,7 @@ public final class ServerProcess: Sendable {
                 output.append(data)
             }
         }
-        try ProcessLauncher.run(process)
+        try process.run()
         return (process, output)
     }
 

@@ -52,7 +52,7 @@ final class CLIProcess: Sendable {
         process.standardError = FileHandle(forWritingAtPath: errorPath)
         let stdin = Pipe()
         process.standardInput = stdin
-        try ProcessLauncher.run(process)
+        try process.run()
         if let input { stdin.fileHandleForWriting.write(input) }
         try? stdin.fileHandleForWriting.close()
         let pid = process.processIdentifier

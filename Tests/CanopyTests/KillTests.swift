@@ -35,7 +35,7 @@ final class Probe: Sendable {
                 }
             }
         }
-        try ProcessLauncher.run(process)
+        try process.run()
     }
 
     var printed: [String] { lines.withLock { $0 } }

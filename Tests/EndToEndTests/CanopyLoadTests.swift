@@ -167,7 +167,7 @@ private enum CanopyLoad {
         process.arguments = arguments
         process.standardOutput = FileHandle(forWritingAtPath: outPath)
         process.standardError = FileHandle(forWritingAtPath: errPath)
-        try ProcessLauncher.run(process)
+        try process.run()
         let deadline = ContinuousClock.now + .seconds(50)
         while process.isRunning, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
