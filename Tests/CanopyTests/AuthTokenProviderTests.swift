@@ -41,8 +41,10 @@ struct AuthTokenProviderTests {
                 // allows 60 s of skew); a forced refresh gets an hour.
                 return try await SignedTokens.token(uid: "ada", lifetime: forceRefresh ? 3600 : 3 - 60)
             }
+            // Only an authenticated ada may write here; on a loaded machine the short first token may
+            // already be on its way out when the acknowledgement arrives, so the state is not checked yet.
             try await database.reference(withPath: "users/ada/first").setValue(1)
-            #expect(database.authState == .authenticated)
+            #expect(calls.forced.withLock { $0.first } == false)
 
             // The server revokes the expired token (`ac`); the provider is asked to refresh.
             var refreshed = false
