@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # What a rules document costs the server per write at full load: `canopy-load writes` against
-# canopy-server without rules (nothing is evaluated), then with RULES (each write is checked), one
-# after the other on the same machine; prints acknowledged writes/s and server CPU per write for
-# each, and the ratio.
+# canopy-server without rules (nothing is evaluated), then with RULES (each write is checked),
+# alternating for ROUNDS rounds on the same machine; prints acknowledged writes/s and server CPU
+# per write for each run, then the medians and their ratio. A shared machine's CPU per write drifts
+# by 10-15 % from run to run, so one pair of runs decides nothing; the median of alternating runs
+# does.
 #
-#   Tools/rules-cost.sh [SECONDS] [RULES_FILE]     (defaults: 10, Benchmarks/Rules/fifty-rules.json)
+#   Tools/rules-cost.sh [SECONDS] [RULES_FILE] [ROUNDS]
+#       (defaults: 10, Benchmarks/Rules/fifty-rules.json, 3)
 #
 # Release builds first: swift build -c release --scratch-path .build-release --product canopy-server
 # (and --product canopy-load); B=DIR names another build folder.
@@ -13,6 +16,7 @@ cd "$(dirname "$0")/.."
 bin="${B:-.build-release/release}"
 duration="${1:-10}"
 rules="${2:-Benchmarks/Rules/fifty-rules.json}"
+rounds="${3:-3}"
 ticks="$(getconf CLK_TCK)"
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -49,12 +53,18 @@ run() {
         'BEGIN { printf "%s %d %.2f\n", l, r, t * 1000000 / h / n }'
 }
 
-echo "rules-cost: $(nproc) cores, load average $(cut -d' ' -f1 /proc/loadavg), ${duration} s per run" >&2
-without="$(run "no-rules")"
-with="$(run "rules" --rules "$rules")"
-echo "$without"
-echo "$with"
-read -r _ _ cpu_without <<<"$without"
-read -r _ _ cpu_with <<<"$with"
-awk -v a="$cpu_without" -v b="$cpu_with" \
-    'BEGIN { printf "rules cost: %.1f%% more server CPU per write (%.2f -> %.2f us)\n", (b - a) * 100 / a, a, b }'
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+echo "rules-cost: $(nproc) cores, load average $(cut -d' ' -f1 /proc/loadavg), ${duration} s per run, $rounds rounds" >&2
+results=""
+for round in $(seq 1 "$rounds"); do
+    without="$(run "no-rules")"
+    with="$(run "rules" --rules "$rules")"
+    echo "round $round: $without; $with"
+    results+="$without"$'\n'"$with"$'\n'
+done
+cpu_without="$(awk '$1 == "no-rules" { print $3 }' <<<"$results" | median)"
+cpu_with="$(awk '$1 == "rules" { print $3 }' <<<"$results" | median)"
+echo "rules-cost: load average $(cut -d' ' -f1 /proc/loadavg) at the end" >&2
+awk -v a="$cpu_without" -v b="$cpu_with" -v n="$rounds" \
+    'BEGIN { printf "rules cost: %.1f%% more server CPU per write (medians of %d runs: %.2f -> %.2f us)\n", (b - a) * 100 / a, n, a, b }'

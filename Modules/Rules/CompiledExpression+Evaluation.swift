@@ -8,29 +8,26 @@ extension CompiledExpression {
         case .constant(let value):
             return value
         case .auth:
-            return context.auth
+            return context.check.auth
         case .now:
-            return .number(context.now)
+            return .number(context.check.now)
         case .root:
-            return .snapshot(context.root)
+            return .snapshot(RuleSnapshot(keys: [], node: context.check.root))
         case .data:
-            return .snapshot(context.data)
+            return .snapshot(RuleSnapshot(keys: context.location, node: context.data))
         case .newData:
-            return .snapshot(context.newData)
-        case .capture(let slot):
-            return .string(context.captures[slot])
+            return .snapshot(RuleSnapshot(keys: context.location, node: context.newData, isNewData: true))
+        case .capture(let depth):
+            return .string(context.location[context.location.startIndex + depth].string)
         case .query(let field):
-            return field.value(in: context.query)
+            return field.value(in: context.check.query)
         case .member(let object, let key):
             return try Self.member(key, of: object.evaluate(context))
         case .index(let object, let key):
             let base = try object.evaluate(context)
             return try Self.member(Self.key(try key.evaluate(context)), of: base)
         case .snapshotMethod(let receiver, let method):
-            guard case .snapshot(let snapshot) = try receiver.evaluate(context) else {
-                throw RuleEvaluationError(reason: "\(method.name)() needs a RuleDataSnapshot")
-            }
-            return try method.evaluate(on: snapshot, context)
+            return try method.evaluate(on: receiver.snapshot(context, for: method.name), context)
         case .stringMethod(let receiver, let method):
             let value = try receiver.evaluate(context)
             guard case .string(let string) = value else {
@@ -66,6 +63,28 @@ extension CompiledExpression {
         case .conditional(let condition, let whenTrue, let whenFalse):
             return try condition.boolean(context, "the condition of '?:'")
                 ? whenTrue.evaluate(context) : whenFalse.evaluate(context)
+        }
+    }
+
+    /// The snapshot the expression gives, which `name()` is called on; `root`, `data` and
+    /// `newData` are made directly, without passing through a ``RuleValue``.
+    private func snapshot(_ context: EvaluationContext, for name: String) throws(RuleEvaluationError) -> RuleSnapshot {
+        switch self {
+        case .root:
+            return RuleSnapshot(keys: [], node: context.check.root)
+        case .data:
+            return RuleSnapshot(keys: context.location, node: context.data)
+        case .newData:
+            return RuleSnapshot(keys: context.location, node: context.newData, isNewData: true)
+        case .snapshotMethod(let receiver, .child(let path)):
+            return try receiver.snapshot(context, for: "child").child(SnapshotMethod.string(path, context, "child"))
+        case .snapshotMethod(let receiver, .parent):
+            return try receiver.snapshot(context, for: "parent").parent(context)
+        default:
+            guard case .snapshot(let snapshot) = try evaluate(context) else {
+                throw RuleEvaluationError(reason: "\(name)() needs a RuleDataSnapshot")
+            }
+            return snapshot
         }
     }
 
@@ -190,6 +209,16 @@ extension QueryField {
     }
 }
 
+extension RuleSnapshot {
+    /// The location above this one, in the tree this one belongs to.
+    func parent(_ context: EvaluationContext) throws(RuleEvaluationError) -> RuleSnapshot {
+        guard let parent = parent(in: isNewData ? context.check.newTree.root : context.check.root) else {
+            throw RuleEvaluationError(reason: "the root has no parent")
+        }
+        return parent
+    }
+}
+
 extension SnapshotMethod {
     func evaluate(on snapshot: RuleSnapshot, _ context: EvaluationContext) throws(RuleEvaluationError) -> RuleValue {
         switch self {
@@ -198,10 +227,7 @@ extension SnapshotMethod {
         case .child(let path):
             return .snapshot(snapshot.child(try Self.string(path, context, name)))
         case .parent:
-            guard let parent = snapshot.parent(in: snapshot.isNewData ? context.newRoot : context.root.node) else {
-                throw RuleEvaluationError(reason: "the root has no parent")
-            }
-            return .snapshot(parent)
+            return .snapshot(try snapshot.parent(context))
         case .hasChild(let path):
             return .bool(!snapshot.childNode(try Self.string(path, context, name)).isEmpty)
         case .hasChildren(nil):

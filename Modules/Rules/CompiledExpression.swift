@@ -10,7 +10,8 @@ indirect enum CompiledExpression: Sendable {
     case root
     case data
     case newData
-    /// The value of the n-th wildcard above the rule (outermost first).
+    /// The value of a wildcard above the rule: the key at this depth of the location (0: a child
+    /// of the root).
     case capture(Int)
     case query(QueryField)
     /// `object.key` on an object or `null` (and `length` of a string).

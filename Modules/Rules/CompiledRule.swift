@@ -1,7 +1,7 @@
 import Tree
 
 /// One `.read`, `.write` or `.validate` rule, compiled.
-struct CompiledRule: Sendable {
+final class CompiledRule: Sendable {
     let kind: RuleKind
     /// The location of the rule in the document (`/users/$uid`).
     let rulePath: String
@@ -12,6 +12,9 @@ struct CompiledRule: Sendable {
     let readsNewData: Bool
     /// Whether the expression reads `data` (otherwise a check need not look the location up).
     let readsData: Bool
+    /// Whether the expression needs the location's keys: for a wildcard variable, `data`,
+    /// `newData` (and their `parent()`).
+    let readsLocation: Bool
 
     init(kind: RuleKind, rulePath: String, source: String, expression: CompiledExpression) {
         self.kind = kind
@@ -20,6 +23,8 @@ struct CompiledRule: Sendable {
         self.expression = expression
         readsNewData = expression.mentionsNewData
         readsData = expression.mentionsData
+        readsLocation =
+            readsData || readsNewData || expression.mentions { if case .capture = $0 { true } else { false } }
     }
 
     /// Evaluates the rule; an evaluation that fails, or gives something other than a boolean,
@@ -37,7 +42,7 @@ struct CompiledRule: Sendable {
     }
 
     /// This rule as applied at the data location `keys`.
-    func reference(at keys: some Collection<ChildKey>) -> RuleReference {
+    func reference(at keys: ArraySlice<ChildKey>) -> RuleReference {
         RuleReference(kind: kind, rulePath: rulePath, path: Path(keys: keys), expression: source)
     }
 }

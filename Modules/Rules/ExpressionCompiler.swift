@@ -7,8 +7,9 @@ struct ExpressionCompiler {
     /// The kind of rule compiled: `newData` exists only in `.write` and `.validate` rules, `query`
     /// only in `.read` rules.
     let kind: RuleKind
-    /// The wildcards above the rule (without `$`), outermost first.
-    let captures: [String]
+    /// The wildcards above the rule (without `$`) by depth: `captures[d]` names the key at depth
+    /// `d` of the rule's location, `nil` for a named key.
+    let captures: [String?]
 
     /// An expression with what can be known of its value.
     struct Typed {
@@ -95,11 +96,11 @@ struct ExpressionCompiler {
             guard name.hasPrefix("$") else {
                 throw ExpressionError(offset: offset, reason: "unknown variable '\(name)'")
             }
-            guard let slot = captures.firstIndex(of: String(name.dropFirst())) else {
+            guard let depth = captures.firstIndex(of: String(name.dropFirst())) else {
                 throw ExpressionError(
                     offset: offset, reason: "unknown variable '\(name)': no \(name) location encloses this rule")
             }
-            return Typed(expression: .capture(slot), type: .string)
+            return Typed(expression: .capture(depth), type: .string)
         }
     }
 

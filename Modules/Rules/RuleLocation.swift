@@ -30,7 +30,7 @@ final class RuleLocation: Sendable {
     /// The location that governs child `key`: the child named `key`, else the wildcard child (then
     /// `captured` is true: `key` is the wildcard's value). `nil` when no rule reaches below.
     func child(_ key: ChildKey) -> (location: RuleLocation, captured: Bool)? {
-        if let named = children[key] { return (named, false) }
+        if !children.isEmpty, let named = children[key] { return (named, false) }
         if let wildcard { return (wildcard, true) }
         return nil
     }

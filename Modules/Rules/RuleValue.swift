@@ -8,7 +8,9 @@ enum RuleValue: Sendable {
     case string(String)
     /// An object: `auth` or one of its members, or `val()` of a node with children.
     case object(Node)
-    case snapshot(RuleSnapshot)
+    /// A snapshot as a value (rare: `root`, `data`, `newData` and their `child()` and `parent()`
+    /// are made directly where a method is called on them), boxed to keep the other cases small.
+    indirect case snapshot(RuleSnapshot)
 
     /// The value `node` holds: its leaf, `null` when empty, an object when it has children.
     init(_ node: Node) {

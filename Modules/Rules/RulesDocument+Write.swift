@@ -8,7 +8,16 @@ extension RulesDocument {
     /// holds (see ``RulesDocument``). `value` must have its server values resolved already, with
     /// the same `now`.
     public func canSet(_ path: Path, to value: Node, auth: AuthContext?, root: Node, now: Int64) -> RuleDecision {
-        canWrite([(path, value)], auth: auth, root: root, now: now)
+        var context = EvaluationContext(auth: auth, now: now, root: root, writing: WriteParts(path, value))
+        let grant: RuleReference
+        switch self.grant(.write, at: path, context: &context) {
+        case .granted(let rule): grant = rule
+        case .notGranted(let tried): return .denied(.notGranted(.write, path: path, tried: tried))
+        }
+        guard self.root.hasValidation else { return .allowed(grant) }
+        var validation = WriteValidation(context: consume context)
+        if let failure = validation.validate(self.root, set: path, to: value) { return .denied(.invalidData(failure)) }
+        return .allowed(grant)
     }
 
     /// Whether `auth` may apply a multi-path update at `path`: each of `children` replaces the
@@ -18,10 +27,11 @@ extension RulesDocument {
         _ path: Path, children: [(Path, Node)], auth: AuthContext?, root: Node, now: Int64
     ) -> RuleDecision {
         guard !children.isEmpty else { return .allowed(nil) }
-        return canWrite(children.map { (path.child($0.0), $0.1) }, auth: auth, root: root, now: now)
+        let parts = WriteParts(children.map { (path.child($0.0), $0.1) })
+        return canUpdate(parts, auth: auth, root: root, now: now)
     }
 
-    private func canWrite(_ parts: [(Path, Node)], auth: AuthContext?, root: Node, now: Int64) -> RuleDecision {
+    private func canUpdate(_ parts: WriteParts, auth: AuthContext?, root: Node, now: Int64) -> RuleDecision {
         var context = EvaluationContext(auth: auth, now: now, root: root, writing: parts)
         var firstGrant: RuleReference?
         for (path, _) in parts {
@@ -31,8 +41,8 @@ extension RulesDocument {
             }
         }
         if self.root.hasValidation {
-            var validation = WriteValidation(context: context)
-            let written = parts.map(\.0).sorted()
+            var validation = WriteValidation(context: consume context)
+            let written = parts.map(\.path).sorted()
             if let failure = validation.validate(self.root, data: nil, newData: nil, writes: written[...]) {
                 return .denied(.invalidData(failure))
             }

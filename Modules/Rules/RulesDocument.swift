@@ -84,40 +84,41 @@ public struct RulesDocument: Sendable {
     }
 
     /// Looks for a `kind` rule that holds at `path` or above, from the root down: the first one
-    /// found grants access.
+    /// found grants access. Only when none does are the rules walked again to say which failed.
     func grant(_ kind: RuleKind, at path: Path, context: inout EvaluationContext) -> GrantResult {
+        var failures: [RuleFailure] = []
+        if let rule = firstHolding(kind, at: path, context: &context, failures: &failures, collecting: false) {
+            return .granted(rule)
+        }
+        _ = firstHolding(kind, at: path, context: &context, failures: &failures, collecting: true)
+        return .notGranted(tried: failures)
+    }
+
+    /// The first `kind` rule at `path` or above that holds, as applied; when `collecting`, each
+    /// that does not is added to `failures`.
+    private func firstHolding(
+        _ kind: RuleKind, at path: Path, context: inout EvaluationContext, failures: inout [RuleFailure],
+        collecting: Bool
+    ) -> RuleReference? {
         let keys = path.components
         var location = root
         var depth = 0
-        // Rules that did not hold, made into failures only if nothing grants access.
-        var tried: [(rule: CompiledRule, depth: Int, error: String?)] = []
-        context.captures.removeAll(keepingCapacity: true)
         while true {
             if let rule = location.rule(kind) {
                 let prefix = keys.prefix(depth)
-                context.data =
-                    rule.readsData
-                    ? RuleSnapshot(keys: prefix, node: prefix.reduce(context.root.node) { $0.child($1) })
-                    : context.root
-                context.newData =
-                    rule.readsNewData
-                    ? RuleSnapshot(keys: prefix, node: context.newTree.node(at: prefix), isNewData: true)
-                    : context.data
+                context.enter(prefix, for: rule)
                 switch rule.evaluate(in: context) {
                 case .passed:
-                    return .granted(rule.reference(at: prefix))
+                    return rule.reference(at: prefix)
                 case .failed(let error):
-                    tried.append((rule, depth, error))
+                    if collecting { failures.append(RuleFailure(rule: rule.reference(at: prefix), error: error)) }
                 }
             }
-            guard depth < keys.count else { break }
+            guard depth < keys.count else { return nil }
             let key = keys[keys.startIndex + depth]
-            guard !key.isPriorityKey, let (next, captured) = location.child(key) else { break }
-            if captured { context.captures.append(key.string) }
+            guard !key.isPriorityKey, let (next, _) = location.child(key) else { return nil }
             location = next
             depth += 1
         }
-        return .notGranted(
-            tried: tried.map { RuleFailure(rule: $0.rule.reference(at: keys.prefix($0.depth)), error: $0.error) })
     }
 }

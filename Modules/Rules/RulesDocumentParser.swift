@@ -34,8 +34,11 @@ struct RulesDocumentParser {
         return try location(rules, path: "/", captures: [])
     }
 
-    /// The location described by `value`, at `path` in the rules, below the wildcards `captures`.
-    private func location(_ value: DocumentValue, path: String, captures: [String]) throws(RulesError) -> RuleLocation {
+    /// The location described by `value`, at `path` in the rules, below the wildcards `captures`
+    /// (by depth, `nil` for named keys).
+    private func location(
+        _ value: DocumentValue, path: String, captures: [String?]
+    ) throws(RulesError) -> RuleLocation {
         guard case .object(let members) = value.content else {
             throw documentError("\(path) must be an object of rules, not \(value.kindDescription)", at: value.start)
         }
@@ -76,7 +79,8 @@ struct RulesDocumentParser {
                 if let problem = ChildKey.problem(with: key) {
                     throw documentError("invalid child \"\(key)\" at \(path): the key \(problem)", at: member.keyStart)
                 }
-                children[ChildKey(key)] = try location(member.value, path: Self.path(path, key), captures: captures)
+                children[ChildKey(key)] = try location(
+                    member.value, path: Self.path(path, key), captures: captures + [nil])
             }
         }
         return RuleLocation(
@@ -89,7 +93,7 @@ struct RulesDocumentParser {
     }
 
     private func rule(
-        _ kind: RuleKind, _ value: DocumentValue, path: String, captures: [String]
+        _ kind: RuleKind, _ value: DocumentValue, path: String, captures: [String?]
     ) throws(RulesError) -> CompiledRule {
         let name = Self.path(path, kind.key)
         switch value.content {

@@ -17,6 +17,9 @@ public struct Path: Sendable, Hashable, Comparable, CustomStringConvertible, Exp
 
     public init<S: Sequence<ChildKey>>(keys: S) { self.keys = ArraySlice(keys) }
 
+    /// The path of `keys`, sharing their storage (a prefix of another path's components costs no copy).
+    public init(keys: ArraySlice<ChildKey>) { self.keys = keys }
+
     /// A path built without validation; use it for paths the program itself spells.
     public init(_ string: String) {
         keys = ArraySlice(string.split(separator: "/", omittingEmptySubsequences: true).map { ChildKey(String($0)) })
