@@ -99,7 +99,7 @@ extension CompiledExpression {
 
     /// `object.key`: a member of an object (`null` when absent), `null` for a member of `null`
     /// (so `auth.uid` is `null` when signed out), or the length of a string.
-    private static func member(_ key: ChildKey, of object: RuleValue) throws(RuleEvaluationError) -> RuleValue {
+    static func member(_ key: ChildKey, of object: RuleValue) throws(RuleEvaluationError) -> RuleValue {
         switch object {
         case .null:
             return .null

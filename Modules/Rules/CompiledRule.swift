@@ -8,6 +8,8 @@ final class CompiledRule: Sendable {
     /// The expression as written.
     let source: String
     let expression: CompiledExpression
+    /// ``expression`` as closures, which is what is evaluated.
+    private let condition: ConditionEvaluator
     /// Whether the expression reads `newData` (otherwise a check need not work out the new data).
     let readsNewData: Bool
     /// Whether the expression reads `data` (otherwise a check need not look the location up).
@@ -23,21 +25,20 @@ final class CompiledRule: Sendable {
         self.expression = expression
         readsNewData = expression.mentionsNewData
         readsData = expression.mentionsData
+        condition = expression.conditionEvaluator { "the rule evaluated to a \($0), not a boolean" }
         readsLocation =
             readsData || readsNewData || expression.mentions { if case .capture = $0 { true } else { false } }
     }
 
     /// Evaluates the rule; an evaluation that fails, or gives something other than a boolean,
     /// counts as false.
-    func evaluate(in context: EvaluationContext) -> RuleOutcome {
+    func evaluate(in context: inout EvaluationContext) -> RuleOutcome {
         do {
-            let value = try expression.evaluate(context)
-            guard case .bool(let result) = value else {
-                return .failed(error: "the rule evaluated to a \(value.typeName), not a boolean")
-            }
-            return result ? .passed : .failed(error: nil)
-        } catch {
+            return try condition(&context) ? .passed : .failed(error: nil)
+        } catch let error as RuleEvaluationError {
             return .failed(error: error.reason)
+        } catch {
+            return .failed(error: "\(error)")
         }
     }
 

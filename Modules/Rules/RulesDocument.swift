@@ -107,7 +107,7 @@ public struct RulesDocument: Sendable {
             if let rule = location.rule(kind) {
                 let prefix = keys.prefix(depth)
                 context.enter(prefix, for: rule)
-                switch rule.evaluate(in: context) {
+                switch rule.evaluate(in: &context) {
                 case .passed:
                     return rule.reference(at: prefix)
                 case .failed(let error):

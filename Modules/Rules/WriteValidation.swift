@@ -102,7 +102,7 @@ struct WriteValidation {
         let newData = newData ?? context.check.newTree.node(at: keys)
         guard !newData.isEmpty else { return nil }
         context.enter(keys, data: data, newData: newData, for: rule)
-        let outcome = rule.evaluate(in: context)
+        let outcome = rule.evaluate(in: &context)
         context.leave(rule)
         guard case .failed(let error) = outcome else { return nil }
         return RuleFailure(rule: rule.reference(at: keys), error: error)

@@ -18,17 +18,19 @@ extension Database {
         return allowed(rules.canRead(path, auth: auth, root: root, query: query, now: Int64(Self.now())), path)
     }
 
-    /// Whether `caller` may replace the data at `path` by `node` (server values resolved).
-    func maySet(_ path: Path, to node: Node, caller: Caller) -> Bool {
+    /// Whether `caller` may replace the data at `path` by `node` (server values resolved at
+    /// `context.now`, which is also the rules' `now`).
+    func maySet(_ path: Path, to node: Node, caller: Caller, at context: ServerValueContext) -> Bool {
         guard enforcesRules, case .user(let auth) = caller else { return true }
-        return allowed(rules.canSet(path, to: node, auth: auth, root: root, now: Int64(Self.now())), path)
+        return allowed(rules.canSet(path, to: node, auth: auth, root: root, now: Int64(context.now)), path)
     }
 
-    /// Whether `caller` may apply the multi-path update `children` (relative to `path`).
-    func mayUpdate(_ path: Path, children: [(Path, Node)], caller: Caller) -> Bool {
+    /// Whether `caller` may apply the multi-path update `children` (relative to `path`; server
+    /// values resolved at `context.now`, which is also the rules' `now`).
+    func mayUpdate(_ path: Path, children: [(Path, Node)], caller: Caller, at context: ServerValueContext) -> Bool {
         guard enforcesRules, case .user(let auth) = caller else { return true }
         return allowed(
-            rules.canUpdate(path, children: children, auth: auth, root: root, now: Int64(Self.now())), path)
+            rules.canUpdate(path, children: children, auth: auth, root: root, now: Int64(context.now)), path)
     }
 
     private func allowed(_ decision: RuleDecision, _ path: Path) -> Bool {
@@ -107,12 +109,12 @@ extension Database {
             switch operation.kind {
             case .set(let json):
                 let node = try Node(json: json, at: path, existing: root.child(at: path), serverValues: context)
-                return maySet(path, to: node, caller: caller)
+                return maySet(path, to: node, caller: caller, at: context)
             case .update(let members):
                 let children = try Self.updateChildren(members, at: path) { absolute, value throws(TreeError) in
                     try Node(json: value, at: absolute, existing: root.child(at: absolute), serverValues: context)
                 }
-                return mayUpdate(path, children: children.map { ($0.key, $0.value) }, caller: caller)
+                return mayUpdate(path, children: children.map { ($0.key, $0.value) }, caller: caller, at: context)
             }
         } catch {
             return false

@@ -225,7 +225,7 @@ actor Database {
             refuse(refusal, reply: reply)
             return
         }
-        guard maySet(path, to: node, caller: caller) else {
+        guard maySet(path, to: node, caller: caller, at: context) else {
             refuse(.permissionDenied, reply: reply)
             return
         }
@@ -262,7 +262,7 @@ actor Database {
             refuse(refusal, reply: reply)
             return
         }
-        guard mayUpdate(path, children: children.map { ($0.key, $0.value) }, caller: caller) else {
+        guard mayUpdate(path, children: children.map { ($0.key, $0.value) }, caller: caller, at: context) else {
             refuse(.permissionDenied, reply: reply)
             return
         }

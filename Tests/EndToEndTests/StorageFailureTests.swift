@@ -105,7 +105,8 @@ struct StorageFailureTests {
         }
         #expect(await database.rulesText == good)
         #expect(await database.mayRead("x", params: .default, caller: .unauthenticated))
-        #expect(await !database.maySet("x", to: Node(.bool(true)), caller: .unauthenticated))
+        let now = ServerValueContext(now: 0)
+        #expect(await !database.maySet("x", to: Node(.bool(true)), caller: .unauthenticated, at: now))
         #expect(try store.setting("rules") == .string(good))
     }
 
