@@ -124,13 +124,15 @@ extension CompiledExpression {
         case .data: return { $0.data }
         case .newData: return { $0.newData }
         default:
-            let snapshot = snapshotEvaluator(receiverOf: name)
+            let snapshot = snapshotEvaluator(receiverOf: name, locating: false)
             return { context throws in try snapshot(&context).node }
         }
     }
 
-    /// A closure giving the snapshot this expression is, which `name()` is called on.
-    private func snapshotEvaluator(receiverOf name: String) -> SnapshotEvaluator {
+    /// A closure giving the snapshot this expression is, which `name()` is called on. Unless
+    /// `locating` (the snapshot's location is needed: `parent()` is called on it or on one made
+    /// from it), `child()` finds the node without keeping the way to it.
+    private func snapshotEvaluator(receiverOf name: String, locating: Bool) -> SnapshotEvaluator {
         switch self {
         case .root:
             return { RuleSnapshot(keys: [], node: $0.check.root) }
@@ -139,8 +141,22 @@ extension CompiledExpression {
         case .newData:
             return { RuleSnapshot(keys: $0.location, node: $0.newData, isNewData: true) }
         case .snapshotMethod(let receiver, .child(.constant(.string(let path)))):
-            let receiver = receiver.snapshotEvaluator(receiverOf: "child")
-            return { context throws in try receiver(&context).child(path) }
+            let receiver = receiver.snapshotEvaluator(receiverOf: "child", locating: locating)
+            return { context throws in try receiver(&context).child(path, locating: locating) }
+        case .snapshotMethod(let receiver, .child(let argument)):
+            let receiver = receiver.snapshotEvaluator(receiverOf: "child", locating: locating)
+            let argument = argument.valueEvaluator()
+            return { context throws in
+                let snapshot = try receiver(&context)
+                let path = try argument(&context)
+                guard case .string(let path) = path else {
+                    throw RuleEvaluationError(reason: "child() needs a string argument, got \(path.typeName)")
+                }
+                return snapshot.child(path, locating: locating)
+            }
+        case .snapshotMethod(let receiver, .parent):
+            let receiver = receiver.snapshotEvaluator(receiverOf: "parent", locating: true)
+            return { context throws in try receiver(&context).parent(context) }
         default:
             return { context throws in
                 guard case .snapshot(let snapshot) = try self.evaluate(context) else {

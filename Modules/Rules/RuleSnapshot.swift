@@ -28,9 +28,11 @@ struct RuleSnapshot: Sendable {
         self.relativePath = relativePath
     }
 
-    /// The location `path` (keys separated by `/`) below this one.
-    func child(_ path: String) -> RuleSnapshot {
-        let joined = relativePath.isEmpty ? path : relativePath + "/" + path
+    /// The location `path` (keys separated by `/`) below this one. Unless `locating`, the result
+    /// keeps this snapshot's location (joining the paths costs an allocation), so `parent()` must
+    /// not be called on it.
+    func child(_ path: String, locating: Bool = true) -> RuleSnapshot {
+        let joined = !locating ? relativePath : relativePath.isEmpty ? path : relativePath + "/" + path
         return RuleSnapshot(node: Self.descend(node, path), isNewData: isNewData, keys: keys, relativePath: joined)
     }
 

@@ -132,7 +132,7 @@ public struct SortedMap<Key: Sendable, Value: Sendable, Order: SortOrder<Key>>: 
 
     /// The entries in order (or reverse order), starting at the first key `>= start`
     /// (`<= start` when reversed), or at the first (last) entry when `start` is `nil`.
-    public func elements(from start: Key? = nil, reverse: Bool = false) -> Elements {
+    @inlinable public func elements(from start: Key? = nil, reverse: Bool = false) -> Elements {
         Elements(root: root, start: start, reverse: reverse, order: order)
     }
 
@@ -151,18 +151,26 @@ public struct SortedMap<Key: Sendable, Value: Sendable, Order: SortOrder<Key>>: 
 }
 
 extension SortedMap: Sequence {
-    public func makeIterator() -> Elements.Iterator { elements().makeIterator() }
+    @inlinable public func makeIterator() -> Elements.Iterator { elements().makeIterator() }
 }
 
 extension SortedMap {
-    /// An in-order walk over a ``SortedMap`` from a starting key, forwards or backwards.
+    /// An in-order walk over a ``SortedMap`` from a starting key, forwards or backwards. Inlinable,
+    /// so that a walk from another module is specialized rather than generic.
     public struct Elements: Sequence, Sendable {
-        let root: Tree?
-        let start: Key?
-        let reverse: Bool
-        let order: Order
+        @usableFromInline let root: Tree?
+        @usableFromInline let start: Key?
+        @usableFromInline let reverse: Bool
+        @usableFromInline let order: Order
 
-        public func makeIterator() -> Iterator {
+        @inlinable init(root: Tree?, start: Key?, reverse: Bool, order: Order) {
+            self.root = root
+            self.start = start
+            self.reverse = reverse
+            self.order = order
+        }
+
+        @inlinable public func makeIterator() -> Iterator {
             var stack: [Tree] = []
             stack.reserveCapacity(48)
             var node = root
@@ -193,10 +201,15 @@ extension SortedMap {
         }
 
         public struct Iterator: IteratorProtocol {
-            var stack: [Tree]
-            let reverse: Bool
+            @usableFromInline var stack: [Tree]
+            @usableFromInline let reverse: Bool
 
-            public mutating func next() -> (key: Key, value: Value)? {
+            @inlinable init(stack: [Tree], reverse: Bool) {
+                self.stack = stack
+                self.reverse = reverse
+            }
+
+            @inlinable public mutating func next() -> (key: Key, value: Value)? {
                 guard let top = stack.popLast() else { return nil }
                 var node = reverse ? top.left : top.right
                 while let current = node {
