@@ -14,6 +14,8 @@ final class CompiledRule: Sendable {
     let readsNewData: Bool
     /// Whether the expression reads `data` (otherwise a check need not look the location up).
     let readsData: Bool
+    /// Whether the expression reads `data`, `newData` or `root`.
+    let readsAnyData: Bool
     /// Whether the expression needs the location's keys: for a wildcard variable, `data`,
     /// `newData` (and their `parent()`).
     let readsLocation: Bool
@@ -25,6 +27,8 @@ final class CompiledRule: Sendable {
         self.expression = expression
         readsNewData = expression.mentionsNewData
         readsData = expression.mentionsData
+        readsAnyData =
+            readsData || readsNewData || expression.mentions { if case .root = $0 { true } else { false } }
         condition = expression.conditionEvaluator { "the rule evaluated to a \($0), not a boolean" }
         readsLocation =
             readsData || readsNewData || expression.mentions { if case .capture = $0 { true } else { false } }
@@ -44,7 +48,8 @@ final class CompiledRule: Sendable {
 
     /// This rule as applied at the data location `keys`.
     func reference(at keys: ArraySlice<ChildKey>) -> RuleReference {
-        RuleReference(kind: kind, rulePath: rulePath, path: Path(keys: keys), expression: source)
+        RuleReference(
+            kind: kind, rulePath: rulePath, path: Path(keys: keys), expression: source, readsData: readsAnyData)
     }
 }
 

@@ -10,12 +10,16 @@ public struct RuleReference: Sendable, Hashable, CustomStringConvertible {
     public var path: Path
     /// The expression as written (`true` or `false` for boolean rules).
     public var expression: String
+    /// Whether the expression reads the data (`data`, `newData` or `root`), so that a write can
+    /// change its outcome: a server checks again the listens such a rule allowed after each write.
+    public var readsData: Bool
 
-    public init(kind: RuleKind, rulePath: String, path: Path, expression: String) {
+    public init(kind: RuleKind, rulePath: String, path: Path, expression: String, readsData: Bool = false) {
         self.kind = kind
         self.rulePath = rulePath
         self.path = path
         self.expression = expression
+        self.readsData = readsData
     }
 
     public var description: String {

@@ -19,14 +19,16 @@ extension Database {
         _ subscriber: any Subscriber, path: Path, params: QueryParams, queryID: String, tag: Int?, hash: String?,
         caller: Caller, reply: @escaping @Sendable ([String]) -> Void = { _ in }
     ) -> Bool {
-        guard mayRead(path, params: params, caller: caller) else { return false }
+        let access = readAccess(path, params: params, caller: caller)
+        guard case .allowed(let dependsOnData) = access else { return false }
         let data = root.child(at: path)
         var warnings: [String] = []
         if case .child(let child) = params.index, !indexedChildren(at: path).contains(child.wireString) {
             warnings.append("no_index")
         }
         var listener = Listener(
-            subscriber: subscriber, path: path, queryID: queryID, params: params, tag: tag, caller: caller, view: nil)
+            subscriber: subscriber, path: path, queryID: queryID, params: params, tag: tag, caller: caller, view: nil,
+            dependsOnData: dependsOnData)
         let push: Push?
         if params.loadsAllData {
             // Skip resending data the client already holds; hash only when it sent one.

@@ -13,9 +13,18 @@ struct StartupRules: Sendable {
 extension Database {
     /// Whether `caller` may read `path` with `params` (the admin always may).
     func mayRead(_ path: Path, params: QueryParams, caller: Caller) -> Bool {
-        guard enforcesRules, case .user(let auth) = caller else { return true }
+        readAccess(path, params: params, caller: caller) != .denied
+    }
+
+    /// How the rules let `caller` read `path` with `params`: not at all, or allowed, and then
+    /// whether by a rule that reads the data (which a write may turn).
+    func readAccess(_ path: Path, params: QueryParams, caller: Caller) -> ReadAccess {
+        guard enforcesRules, case .user(let auth) = caller else { return .allowed(dependsOnData: false) }
         let query = params.isDefault ? nil : RuleQuery(params)
-        return allowed(rules.canRead(path, auth: auth, root: root, query: query, now: Int64(Self.now())), path)
+        let decision = rules.canRead(path, auth: auth, root: root, query: query, now: Int64(Self.now()))
+        guard allowed(decision, path) else { return .denied }
+        guard case .allowed(let rule) = decision else { return .allowed(dependsOnData: false) }
+        return .allowed(dependsOnData: rule?.readsData ?? false)
     }
 
     /// Whether `caller` may replace the data at `path` by `node` (server values resolved at
@@ -51,13 +60,34 @@ extension Database {
     /// stream).
     func revokeListeners(of subscriberID: Int?) {
         guard enforcesRules else { return }
-        var lost: [Listener] = []
         if let subscriberID {
-            listeners.forEach(of: subscriberID) { listener in
-                if !mayRead(listener.path, params: listener.params, caller: listener.caller) { lost.append(listener) }
-            }
+            var own: [Listener] = []
+            listeners.forEach(of: subscriberID) { own.append($0) }
+            recheck(own)
         } else {
-            lost = listeners.all().filter { !mayRead($0.path, params: $0.params, caller: $0.caller) }
+            recheck(listeners.all())
+        }
+    }
+
+    /// After writes: revokes the listens allowed by rules that read the data, if the data no
+    /// longer allows them (a user taken off a room's members stops getting its messages).
+    func recheckDataDependentListens() {
+        guard enforcesRules, listeners.hasDataDependent else { return }
+        recheck(listeners.dataDependentListeners())
+    }
+
+    private func recheck(_ candidates: [Listener]) {
+        var lost: [Listener] = []
+        for var listener in candidates {
+            switch readAccess(listener.path, params: listener.params, caller: listener.caller) {
+            case .denied:
+                lost.append(listener)
+            case .allowed(let dependsOnData) where dependsOnData != listener.dependsOnData:
+                listener.dependsOnData = dependsOnData
+                listeners.add(listener)
+            case .allowed:
+                break
+            }
         }
         for listener in lost {
             let subscriber = listener.subscriber
@@ -69,6 +99,13 @@ extension Database {
             logger.info("revoked listens the rules no longer allow", metadata: ["count": "\(lost.count)"])
         }
     }
+}
+
+/// How the rules let a caller read a location.
+enum ReadAccess: Equatable {
+    case denied
+    /// Allowed; `dependsOnData` when the rule that allows it reads the data.
+    case allowed(dependsOnData: Bool)
 }
 
 extension RuleQuery {

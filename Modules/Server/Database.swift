@@ -295,6 +295,7 @@ actor Database {
                 done(WriteError(status: "storage_error", message: "the write could not be stored: \(reason)"))
             }
         }
+        recheckDataDependentListens()
     }
 
     /// The members of a multi-path update at `path` as nodes by relative path, each built by `build`
@@ -344,6 +345,7 @@ actor Database {
             let old = root
             root = stored
             for (subscriber, push) in fanOut(at: .root, old: old, new: stored, merge: nil) { subscriber.deliver(push) }
+            recheckDataDependentListens()
             logger.warning("reloaded the tree from the store after a storage failure")
             // Memory matches the disk again: later writes may be computed from it and committed.
             commits.resume()

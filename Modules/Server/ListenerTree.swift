@@ -12,6 +12,9 @@ struct Listener {
     var caller: Caller
     /// The server-side view of a filtered query (nil for queries that load all data).
     var view: View?
+    /// Whether the rule that lets `caller` read this reads the data, so that a write may take the
+    /// access away: such listens are checked again after each write.
+    var dependsOnData = false
 }
 
 /// Listeners by location, so that a write finds the listeners above, at and below it without
@@ -35,7 +38,12 @@ struct ListenerTree {
 
     private let root = Location()
     private var registrations: [Int: Set<Registration>] = [:]
+    /// The registrations of the listeners that depend on the data (``Listener/dependsOnData``).
+    private var dataDependent: [Int: Set<Registration>] = [:]
     private(set) var count = 0
+
+    /// Whether some listener depends on the data (writes then check listens again).
+    var hasDataDependent: Bool { !dataDependent.isEmpty }
 
     private func location(at path: Path, create: Bool) -> Location? {
         var node = root
@@ -59,12 +67,25 @@ struct ListenerTree {
         guard let node = location(at: listener.path, create: true) else { return false }
         let key = ListenerKey(subscriberID: listener.subscriber.subscriberID, queryID: listener.queryID)
         let isNew = node.listeners.updateValue(listener, forKey: key) == nil
+        let registration = Registration(path: listener.path, queryID: listener.queryID)
         if isNew {
             count += 1
-            registrations[key.subscriberID, default: []].insert(
-                Registration(path: listener.path, queryID: listener.queryID))
+            registrations[key.subscriberID, default: []].insert(registration)
+        }
+        if listener.dependsOnData {
+            dataDependent[key.subscriberID, default: []].insert(registration)
+        } else {
+            Self.remove(registration, of: key.subscriberID, from: &dataDependent)
         }
         return isNew
+    }
+
+    private static func remove(
+        _ registration: Registration, of subscriberID: Int, from index: inout [Int: Set<Registration>]
+    ) {
+        if index[subscriberID]?.remove(registration) != nil, index[subscriberID]?.isEmpty == true {
+            index[subscriberID] = nil
+        }
     }
 
     @discardableResult
@@ -75,9 +96,8 @@ struct ListenerTree {
             count -= 1
             prune(path)
             let registration = Registration(path: path, queryID: queryID)
-            if registrations[subscriberID]?.remove(registration) != nil, registrations[subscriberID]?.isEmpty == true {
-                registrations[subscriberID] = nil
-            }
+            Self.remove(registration, of: subscriberID, from: &registrations)
+            Self.remove(registration, of: subscriberID, from: &dataDependent)
         }
         return removed
     }
@@ -86,6 +106,7 @@ struct ListenerTree {
     /// locations; returns how many there were.
     @discardableResult
     mutating func removeAll(subscriberID: Int) -> Int {
+        dataDependent[subscriberID] = nil
         guard let own = registrations.removeValue(forKey: subscriberID) else { return 0 }
         for registration in own {
             guard let node = location(at: registration.path, create: false) else { continue }
@@ -123,6 +144,20 @@ struct ListenerTree {
                 node.listeners[key] = listener
             }
         }
+    }
+
+    /// The listeners that depend on the data (none other is looked at).
+    func dataDependentListeners() -> [Listener] {
+        var found: [Listener] = []
+        for (subscriberID, own) in dataDependent {
+            for registration in own {
+                let key = ListenerKey(subscriberID: subscriberID, queryID: registration.queryID)
+                if let listener = location(at: registration.path, create: false)?.listeners[key] {
+                    found.append(listener)
+                }
+            }
+        }
+        return found
     }
 
     /// Every listener, with where it listens.

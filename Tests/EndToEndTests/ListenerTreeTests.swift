@@ -12,10 +12,34 @@ struct ListenerTreeTests {
         func revoke(path: Path, params: QueryParams) {}
     }
 
-    static func listener(_ subscriber: Recorder, _ path: Path, query: String = "default") -> Listener {
+    static func listener(
+        _ subscriber: Recorder, _ path: Path, query: String = "default", dependsOnData: Bool = false
+    ) -> Listener {
         Listener(
             subscriber: subscriber, path: path, queryID: query, params: .default, tag: nil, caller: .unauthenticated,
-            view: nil)
+            view: nil, dependsOnData: dependsOnData)
+    }
+
+    /// The listens checked again after writes are exactly those added as depending on the data,
+    /// whichever way they leave.
+    @Test func theListensThatDependOnDataAreIndexedUntilTheyGo() {
+        var tree = ListenerTree()
+        let (ada, bob) = (Recorder(), Recorder())
+        tree.add(Self.listener(ada, "rooms/a", dependsOnData: true))
+        tree.add(Self.listener(ada, "users/ada"))
+        tree.add(Self.listener(bob, "rooms/b", dependsOnData: true))
+        #expect(Set(tree.dataDependentListeners().map(\.path)) == ["rooms/a", "rooms/b"])
+
+        tree.remove(subscriberID: ada.subscriberID, path: "rooms/a", queryID: "default")
+        #expect(tree.dataDependentListeners().map(\.path) == ["rooms/b"])
+        // Replaced by a listen the rules allow whatever the data: no longer checked.
+        tree.add(Self.listener(bob, "rooms/b"))
+        #expect(!tree.hasDataDependent)
+        tree.add(Self.listener(bob, "rooms/c", dependsOnData: true))
+        #expect(tree.hasDataDependent)
+        tree.removeAll(subscriberID: bob.subscriberID)
+        #expect(!tree.hasDataDependent)
+        #expect(tree.count == 1)
     }
 
     static func subscribers(atOrAbove path: Path, in tree: ListenerTree) -> [Int] {

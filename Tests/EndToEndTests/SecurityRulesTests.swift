@@ -284,6 +284,41 @@ struct SecurityRulesTests {
         }
     }
 
+    /// `users` is readable by admins, a rule that reads `root`: taking bob off `admins` revokes his
+    /// listens there (realtime and event stream) at once; his own `users/bob`, allowed by a rule
+    /// that does not read the data, stays.
+    @Test func aWriteThatTakesReadAccessAwayRevokesTheListensItAllowed() async throws {
+        try await Self.withSecuredServer { server in
+            try await Self.admin(server, .PUT, "/admins/bob.json", "true")
+            let bob = try await SignedTokens.token(uid: "bob")
+            let client = try await RealtimeTestClient.connect(to: server, namespace: nil)
+            try await client.requestOK(.auth(credential: bob))
+            try await client.requestOK(.listen(path: "/users", query: nil, tag: nil, hash: nil))
+            try await client.requestOK(.listen(path: "/users/bob", query: nil, tag: nil, hash: nil))
+            let stream = try await server.eventStream("/users.json?auth=\(bob)")
+            #expect(try await stream.nextData().name == "put")
+
+            // A write elsewhere that leaves the access as it was revokes nothing.
+            try await Self.admin(server, .PUT, "/admins/carol.json", "true")
+            try await client.put("/users/bob/name", "Bob")
+            let first = try await client.next { $0 == .overwrite(path: "users/bob/name", data: "Bob", tag: nil) }
+            #expect(first == .overwrite(path: "users/bob/name", data: "Bob", tag: nil))
+
+            try await Self.admin(server, .DELETE, "/admins/bob.json", "")
+            let revoked = try await client.next { if case .listenRevoked = $0 { true } else { false } }
+            #expect(revoked == .listenRevoked(path: "users", query: nil))
+            #expect(try await stream.next { $0.name == "cancel" }.name == "cancel")
+            try await client.put("/users/bob/age", 40)
+            let update = try await client.next { $0 == .overwrite(path: "users/bob/age", data: 40, tag: nil) }
+            #expect(update == .overwrite(path: "users/bob/age", data: 40, tag: nil))
+            // Being made an admin again does not bring a revoked listen back.
+            try await Self.admin(server, .PUT, "/admins/bob.json", "true")
+            #expect(try await client.request(.get(path: "/users", query: nil)).status == "ok")
+            await stream.close()
+            await client.close()
+        }
+    }
+
     @Test func anEventStreamEndsWithAuthRevokedWhenItsTokenExpires() async throws {
         try await Self.withSecuredServer { server in
             // Valid for 5–6 s more (its `exp` passed 54 s ago; the server allows 60 s of skew).

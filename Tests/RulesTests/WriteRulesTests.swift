@@ -65,7 +65,7 @@ struct WriteRulesTests {
         let failure = RuleFailure(
             rule: RuleReference(
                 kind: .validate, rulePath: "/users/$uid/name", path: "users/ada/name",
-                expression: "newData.isString() && newData.val().length < 20"))
+                expression: "newData.isString() && newData.val().length < 20", readsData: true))
         #expect(decision == RuleDecision.denied(.invalidData(failure)))
     }
 
