@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOCore
 import Prometheus
 import Query
 import Tree
@@ -40,9 +41,11 @@ extension CanopyServer {
     /// `GET` with `Accept: text/event-stream`: the listener is registered and its first `put` queued
     /// before the headers go out; `keep-alive` events follow at the configured interval. A stream
     /// the rules stop allowing gets `cancel` and ends; one whose credential expires (`expiresAt`)
-    /// gets `auth_revoked` and ends.
-    func eventStream(_ rest: RESTRequest, caller: Caller, until expiresAt: Date?, database: Database) async -> Response
-    {
+    /// gets `auth_revoked` and ends. When the client leaves (`channel` closes, or only its input
+    /// does), even before the response started, its listener and its place in the metrics go at once.
+    func eventStream(
+        _ rest: RESTRequest, caller: Caller, until expiresAt: Date?, database: Database, channel: any Channel
+    ) async -> Response {
         let params: QueryParams
         do {
             params = try QueryParams(restParameters: rest.parameters)
@@ -58,6 +61,17 @@ extension CanopyServer {
         connections.streamStarted(subscriber)
         let keepalive = configuration.sseKeepaliveInterval
         let (metrics, connections) = (metrics, connections)
+        let end = OnceAction {
+            subscriber.finish()
+            connections.streamEnded(subscriber)
+            metrics.connections.decrement()
+            Task { await database.removeSubscriber(subscriber.subscriberID) }
+        }
+        // The body may never run (the client left before the headers went out), and a stream
+        // waiting for its next event notices no close by itself.
+        let inputClosed = InputClosedHandler { end.run() }
+        channel.closeFuture.whenComplete { _ in end.run() }
+        try? await channel.pipeline.addHandler(inputClosed, position: .first).get()
         var headers = HTTPFields()
         headers[.contentType] = "text/event-stream; charset=utf-8"
         headers[.cacheControl] = "no-cache"
@@ -80,10 +94,8 @@ extension CanopyServer {
             defer {
                 ticker.cancel()
                 expiry?.cancel()
-                subscriber.finish()
-                connections.streamEnded(subscriber)
-                metrics.connections.decrement()
-                Task { await database.removeSubscriber(subscriber.subscriberID) }
+                end.run()
+                channel.pipeline.removeHandler(inputClosed, promise: nil)
             }
             for await event in subscriber.events {
                 try await writer.write(ByteBuffer(string: event))

@@ -10,14 +10,14 @@ import Tree
 extension CanopyServer {
     /// Answers one REST request (`GET|HEAD|PUT|PATCH|POST|DELETE /path.json`, `/health`, `/metrics`,
     /// and CORS preflights), every answer readable by a browser page of any origin.
-    func respond(to request: Request, context: BasicRequestContext) async throws -> Response {
+    func respond(to request: Request, context: ServerRequestContext) async throws -> Response {
         metrics.restRequests.increment()
-        var response = try await answer(request)
+        var response = try await answer(request, channel: context.channel)
         Self.allowCrossOrigin(&response.headers)
         return response
     }
 
-    private func answer(_ request: Request) async throws -> Response {
+    private func answer(_ request: Request, channel: any Channel) async throws -> Response {
         if request.method == .options { return Self.preflight(request) }
         switch request.uri.path {
         case "/health", "/metrics":
@@ -63,7 +63,8 @@ extension CanopyServer {
         switch request.method {
         case .get:
             if request.headers[.accept]?.contains("text/event-stream") == true {
-                return await eventStream(rest, caller: caller, until: expiresAt, database: database)
+                return await eventStream(
+                    rest, caller: caller, until: expiresAt, database: database, channel: channel)
             }
             return await read(rest, request: request, caller: caller, database: database)
         case .head:

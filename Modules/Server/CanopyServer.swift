@@ -52,7 +52,7 @@ public struct CanopyServer: Sendable {
     /// The HTTP application with the realtime WebSocket upgrade at `/.ws`.
     func makeApplication(onRunning: @escaping @Sendable (Int) async -> Void) -> some ApplicationProtocol {
         let server = self
-        let responder = CallbackResponder<BasicRequestContext> { request, context in
+        let responder = CallbackResponder<ServerRequestContext> { request, context in
             try await server.respond(to: request, context: context)
         }
         return Application(

@@ -22,6 +22,36 @@ struct EventStreamTests {
         }
     }
 
+    /// Clients that leave, after their first event or right after asking, take their stream and
+    /// listener with them at once: nothing waits for a keep-alive write to fail (here 10 minutes
+    /// away), and the metrics come back to where they were.
+    @Test func streamsWhoseClientsLeaveAreRemovedAtOnce() async throws {
+        try await withTestServer { configuration in
+            configuration.sseKeepaliveInterval = .seconds(600)
+        } _: { server in
+            // Five read their first event (the response has started), then leave (the shared HTTP
+            // client keeps at most eight connections to a host).
+            var streams: [EventStreamReader] = []
+            for _ in 0..<5 {
+                let stream = try await server.eventStream("/rooms.json")
+                #expect(try await stream.next().name == "put")
+                streams.append(stream)
+            }
+            #expect(server.openConnections == 5)
+            for stream in streams { await stream.close() }
+            // Twenty leave right after asking.
+            let request = "GET /rooms.json HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n"
+            try await withThrowingTaskGroup(of: RawHTTPExchange.self) { group in
+                for _ in 0..<20 { group.addTask { try await server.exchangeRaw(request, timeout: .zero) } }
+                for try await _ in group {}
+            }
+            #expect(await server.waitForOpenConnections(0))
+            #expect(await server.waitForMetric("canopy_listeners_active", toBe: 0))
+            // The server still serves.
+            #expect(try await server.http(.GET, "/rooms.json").status == 200)
+        }
+    }
+
     @Test func streamOnAbsentDataStartsWithNull() async throws {
         try await withTestServer { server in
             let stream = try await server.eventStream("/empty.json")

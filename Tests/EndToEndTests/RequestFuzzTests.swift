@@ -110,7 +110,7 @@ struct RequestFuzzTests {
         let logger = TestServer.makeLogger()
         let server = CanopyServer(configuration: configuration, logger: logger)
         let channel = NIOAsyncTestingChannel()
-        let context = BasicRequestContext(source: ApplicationRequestContextSource(channel: channel, logger: logger))
+        let context = ServerRequestContext(source: ApplicationRequestContextSource(channel: channel, logger: logger))
         let tally = Tally()
 
         func send(_ method: HTTPRequest.Method, _ target: String, body: String) async -> Int {
