@@ -86,7 +86,7 @@ final class LoadConnection: Sendable {
     func send(_ text: String) {
         let channel = channel
         channel.eventLoop.execute {
-            var masks = MaskGenerator()
+            var masks = WebSocketMaskKeys()
             channel.writeAndFlush(
                 MaskedFrames.encode([text], allocator: channel.allocator, masks: &masks), promise: nil)
         }
@@ -188,7 +188,7 @@ private final class LoadHandler: ChannelInboundHandler {
     private var writeScheduled = false
     /// Masking keys for this connection's frames; seeded from the system generator once, since
     /// asking the system for every frame's key costs more than the rest of the send.
-    private var masks = MaskGenerator()
+    private var masks = WebSocketMaskKeys()
 
     init(session: any LoadSession) {
         self.session = session
@@ -210,7 +210,7 @@ private final class LoadHandler: ChannelInboundHandler {
         case .ping:
             var pong = context.channel.allocator.buffer(capacity: frame.length + 6)
             MaskedFrames.append(
-                bytes: frame.unmaskedData, opcode: 0x8A, to: &pong, key: UInt32(truncatingIfNeeded: masks.next()))
+                bytes: frame.unmaskedData, opcode: 0x8A, to: &pong, key: masks.next())
             context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
         case .connectionClose:
             context.close(promise: nil)
@@ -246,15 +246,17 @@ private final class LoadHandler: ChannelInboundHandler {
 /// Client-to-server WebSocket text frames, masked as RFC 6455 requires of a client, encoded into
 /// one buffer for one write (NIO's encoder writes each frame apart and masks byte by byte).
 enum MaskedFrames {
-    static func encode(_ messages: [String], allocator: ByteBufferAllocator, masks: inout MaskGenerator) -> ByteBuffer {
+    static func encode(
+        _ messages: [String], allocator: ByteBufferAllocator, masks: inout WebSocketMaskKeys
+    ) -> ByteBuffer {
         var output = allocator.buffer(capacity: messages.reduce(0) { $0 + $1.utf8.count + 14 })
         for message in messages {
             if FrameAssembler.fitsOneFrame(message) {
-                append(message, to: &output, key: UInt32(truncatingIfNeeded: masks.next()))
+                append(message, to: &output, key: masks.next())
                 continue
             }
             for piece in FrameAssembler.frames(for: message) {
-                append(piece, to: &output, key: UInt32(truncatingIfNeeded: masks.next()))
+                append(piece, to: &output, key: masks.next())
             }
         }
         return output
@@ -263,52 +265,14 @@ enum MaskedFrames {
     /// Appends one final, masked text frame holding `text`.
     static func append(_ text: String, to output: inout ByteBuffer, key: UInt32) {
         var text = text
-        text.withUTF8 { append(UnsafeRawBufferPointer($0), opcode: 0x81, to: &output, key: key) }
+        text.withUTF8 {
+            WebSocketMasking.appendClientFrame(UnsafeRawBufferPointer($0), opcode: 0x81, key: key, to: &output)
+        }
     }
 
     /// Appends one final, masked frame with `opcode` (first byte, FIN bit included) holding `bytes`.
     static func append(bytes: ByteBuffer, opcode: UInt8, to output: inout ByteBuffer, key: UInt32) {
-        bytes.withUnsafeReadableBytes { append($0, opcode: opcode, to: &output, key: key) }
-    }
-
-    private static func append(
-        _ payload: UnsafeRawBufferPointer, opcode: UInt8, to output: inout ByteBuffer, key: UInt32
-    ) {
-        let length = payload.count
-        output.writeInteger(opcode)
-        switch length {
-        case ..<126:
-            output.writeInteger(UInt8(0x80 | length))
-        case ..<65536:
-            output.writeInteger(UInt8(0x80 | 126))
-            output.writeInteger(UInt16(length))
-        default:
-            output.writeInteger(UInt8(0x80 | 127))
-            output.writeInteger(UInt64(length))
-        }
-        output.writeInteger(key)
-        _ = output.writeWithUnsafeMutableBytes(minimumWritableBytes: length) { target in
-            let bytes = withUnsafeBytes(of: key.bigEndian) { ($0[0], $0[1], $0[2], $0[3]) }
-            WebSocketMasking.apply(key: bytes, from: payload, to: target)
-            return length
-        }
-    }
-}
-
-/// A fast generator (xorshift64*) for WebSocket masking keys, seeded from the system's.
-struct MaskGenerator: RandomNumberGenerator {
-    private var state: UInt64
-
-    init() {
-        var system = SystemRandomNumberGenerator()
-        state = system.next() | 1
-    }
-
-    mutating func next() -> UInt64 {
-        state ^= state >> 12
-        state ^= state << 25
-        state ^= state >> 27
-        return state &* 2_685_821_657_736_338_717
+        bytes.withUnsafeReadableBytes { WebSocketMasking.appendClientFrame($0, opcode: opcode, key: key, to: &output) }
     }
 }
 

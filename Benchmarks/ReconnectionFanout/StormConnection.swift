@@ -104,7 +104,7 @@ private final class ListenHandler: ChannelInboundHandler {
 
     private let client: StormClient
     private var answered: Set<Int> = []
-    private var masks = MaskGenerator()
+    private var masks = WebSocketMaskKeys()
 
     init(client: StormClient) { self.client = client }
 
@@ -116,7 +116,7 @@ private final class ListenHandler: ChannelInboundHandler {
         case .ping:
             var pong = context.channel.allocator.buffer(capacity: frame.length + 8)
             frame.unmaskedData.withUnsafeReadableBytes {
-                MaskedFrame.append($0, opcode: 0x8A, to: &pong, key: masks.next())
+                WebSocketMasking.appendClientFrame($0, opcode: 0x8A, key: masks.next(), to: &pong)
             }
             context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
         case .connectionClose:
@@ -131,7 +131,9 @@ private final class ListenHandler: ChannelInboundHandler {
         if bytes.contains(Pattern.hello) {
             var output = context.channel.allocator.buffer(capacity: client.listens.reduce(0) { $0 + $1.count + 8 })
             for listen in client.listens {
-                listen.withUnsafeBytes { MaskedFrame.append($0, opcode: 0x81, to: &output, key: masks.next()) }
+                listen.withUnsafeBytes {
+                    WebSocketMasking.appendClientFrame($0, opcode: 0x81, key: masks.next(), to: &output)
+                }
             }
             context.writeAndFlush(wrapOutboundOut(output), promise: nil)
         } else if bytes.contains(Pattern.dataPush) || bytes.contains(Pattern.mergePush) {
@@ -173,46 +175,5 @@ extension ByteBufferView {
             index += 1
         }
         return index > start ? number : nil
-    }
-}
-
-/// One final, masked client frame (RFC 6455 asks clients to mask every frame).
-private enum MaskedFrame {
-    static func append(_ payload: UnsafeRawBufferPointer, opcode: UInt8, to output: inout ByteBuffer, key: UInt32) {
-        let length = payload.count
-        output.writeInteger(opcode)
-        switch length {
-        case ..<126:
-            output.writeInteger(UInt8(0x80 | length))
-        case ..<65536:
-            output.writeInteger(UInt8(0x80 | 126))
-            output.writeInteger(UInt16(length))
-        default:
-            output.writeInteger(UInt8(0x80 | 127))
-            output.writeInteger(UInt64(length))
-        }
-        output.writeInteger(key)
-        _ = output.writeWithUnsafeMutableBytes(minimumWritableBytes: length) { target in
-            let bytes = withUnsafeBytes(of: key.bigEndian) { ($0[0], $0[1], $0[2], $0[3]) }
-            WebSocketMasking.apply(key: bytes, from: payload, to: target)
-            return length
-        }
-    }
-}
-
-/// Masking keys (xorshift64*), seeded once per connection from the system generator.
-private struct MaskGenerator {
-    private var state: UInt64
-
-    init() {
-        var system = SystemRandomNumberGenerator()
-        state = system.next() | 1
-    }
-
-    mutating func next() -> UInt32 {
-        state ^= state >> 12
-        state ^= state << 25
-        state ^= state >> 27
-        return UInt32(truncatingIfNeeded: (state &* 2_685_821_657_736_338_717) >> 32)
     }
 }
