@@ -220,12 +220,12 @@ struct SecurityRulesTests {
     @Test func anExpiringTokenIsRevokedAndItsListensWithIt() async throws {
         try await Self.withSecuredServer { server in
             let client = try await RealtimeTestClient.connect(to: server, namespace: nil)
-            // Its `exp` passed 54 s ago; with the server's 60 s of clock skew it is valid for 5–6 s more
-            // (long enough for a busy machine to take it before it lapses).
-            let token = try await SignedTokens.token(uid: "ada", lifetime: 6 - 60)
+            // Its `exp` passed 45 s ago; with the server's 60 s of clock skew it is valid for 14–15 s more
+            // (long enough for a busy machine to take it before it lapses; 6 s once was not).
+            let token = try await SignedTokens.token(uid: "ada", lifetime: 15 - 60)
             try await client.requestOK(.auth(credential: token))
             try await client.requestOK(.listen(path: "/users/ada", query: nil, tag: nil, hash: nil))
-            let revokedAuth = try await client.next(timeout: .seconds(20)) {
+            let revokedAuth = try await client.next(timeout: .seconds(30)) {
                 if case .authRevoked = $0 { true } else { false }
             }
             #expect(revokedAuth == .authRevoked(status: "expired_token", reason: "Auth token is expired."))
@@ -321,11 +321,13 @@ struct SecurityRulesTests {
 
     @Test func anEventStreamEndsWithAuthRevokedWhenItsTokenExpires() async throws {
         try await Self.withSecuredServer { server in
-            // Valid for 5–6 s more (its `exp` passed 54 s ago; the server allows 60 s of skew).
-            let token = try await SignedTokens.token(uid: "ada", lifetime: 6 - 60)
+            // Valid for 14–15 s more (its `exp` passed 45 s ago; the server allows 60 s of skew). With
+            // 6 s, a CI machine busy starting every suite once sent it after it lapsed.
+            let token = try await SignedTokens.token(uid: "ada", lifetime: 15 - 60)
             let stream = try await server.eventStream("/public.json?auth=\(token)")
+            try #require(stream.status == 200, "the token lapsed before the stream was opened")
             #expect(try await stream.nextData().name == "put")
-            let revoked = try await stream.next(timeout: .seconds(15)) { $0.name == "auth_revoked" }
+            let revoked = try await stream.next(timeout: .seconds(30)) { $0.name == "auth_revoked" }
             #expect(revoked.json == "credential is no longer valid")
             await stream.close()
         }
