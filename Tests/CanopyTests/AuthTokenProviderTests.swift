@@ -37,9 +37,10 @@ struct AuthTokenProviderTests {
             let calls = Calls()
             database.setAuthTokenProvider { forceRefresh in
                 calls.forced.withLock { $0.append(forceRefresh) }
-                // The first token is valid for about 3 s (its `exp` passed 57 s ago; the server
-                // allows 60 s of skew); a forced refresh gets an hour.
-                return try await SignedTokens.token(uid: "ada", lifetime: forceRefresh ? 3600 : 3 - 60)
+                // The first token is valid for about 10 s (its `exp` passed 50 s ago; the server
+                // allows 60 s of skew: 3 s was once not enough for a busy machine to write with it);
+                // a forced refresh gets an hour.
+                return try await SignedTokens.token(uid: "ada", lifetime: forceRefresh ? 3600 : 10 - 60)
             }
             // Only an authenticated ada may write here; on a loaded machine the short first token may
             // already be on its way out when the acknowledgement arrives, so the state is not checked yet.
