@@ -53,6 +53,43 @@ struct CanopyServerCommand: AsyncParsableCommand {
     @Flag(
         inversion: .prefixedNo,
         help: """
+            Whether a write to a namespace that does not exist creates it (reads never do; the default \
+            namespace is always created). Default: on when --host is a loopback address, else off. \
+            (CANOPY_CREATE_NAMESPACES)
+            """)
+    var createNamespaces: Bool?
+
+    @Option(
+        help: """
+            Most namespaces open at once; the one unused for the longest is closed to make room, and when \
+            all are in use a new one is refused. (CANOPY_MAX_OPEN_NAMESPACES)
+            """)
+    var maxOpenNamespaces: Int = env("CANOPY_MAX_OPEN_NAMESPACES").flatMap(Int.init) ?? 1000
+
+    @Option(
+        help: """
+            Seconds a namespace no connection, event stream or request uses stays open. \
+            (CANOPY_NAMESPACE_IDLE_TIMEOUT)
+            """)
+    var namespaceIdleTimeout: Double = env("CANOPY_NAMESPACE_IDLE_TIMEOUT").flatMap(Double.init) ?? 300
+
+    @Option(
+        help: """
+            Most listens one realtime connection may hold; more are refused (too_many_listens). \
+            (CANOPY_MAX_LISTENS_PER_CONNECTION)
+            """)
+    var maxListensPerConnection: Int = env("CANOPY_MAX_LISTENS_PER_CONNECTION").flatMap(Int.init) ?? 10000
+
+    @Option(
+        help: """
+            Most bytes the onDisconnect operations of one realtime connection may hold; more are refused \
+            (too_big). (CANOPY_MAX_ON_DISCONNECT_BYTES)
+            """)
+    var maxOnDisconnectBytes: Int = env("CANOPY_MAX_ON_DISCONNECT_BYTES").flatMap(Int.init) ?? 1024 * 1024
+
+    @Flag(
+        inversion: .prefixedNo,
+        help: """
             fsync every commit (survives power loss); without, commits survive a process crash only. \
             (CANOPY_FSYNC=false)
             """)
@@ -121,10 +158,18 @@ struct CanopyServerCommand: AsyncParsableCommand {
         guard maxPendingOutboundBytes >= 65536 else {
             throw ValidationError("--max-pending-outbound-bytes must be at least 65536")
         }
+        guard maxListensPerConnection >= 1 else {
+            throw ValidationError("--max-listens-per-connection must be at least 1")
+        }
+        guard maxOnDisconnectBytes >= 1024 else {
+            throw ValidationError("--max-on-disconnect-bytes must be at least 1024")
+        }
+        guard maxOpenNamespaces >= 1 else { throw ValidationError("--max-open-namespaces must be at least 1") }
+        guard namespaceIdleTimeout > 0 else { throw ValidationError("--namespace-idle-timeout must be positive") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
         guard authClockSkew >= 0 else { throw ValidationError("--auth-clock-skew must not be negative") }
         guard authMaxTokenBytes >= 256 else { throw ValidationError("--auth-max-token-bytes must be at least 256") }
-        for name in ["CANOPY_IN_MEMORY", "CANOPY_FSYNC", "CANOPY_EMULATOR"]
+        for name in ["CANOPY_IN_MEMORY", "CANOPY_FSYNC", "CANOPY_EMULATOR", "CANOPY_CREATE_NAMESPACES"]
         where env(name) != nil && envFlag(name) == nil {
             throw ValidationError("\(name) must be true or false (or 1 or 0), not \"\(env(name) ?? "")\"")
         }
@@ -140,6 +185,11 @@ struct CanopyServerCommand: AsyncParsableCommand {
         let keepInMemory = inMemory || envFlag("CANOPY_IN_MEMORY") == true
         configuration.dataDirectory = keepInMemory ? nil : dataDirectory
         configuration.defaultNamespace = defaultNamespace
+        configuration.createsNamespaces = createNamespaces ?? envFlag("CANOPY_CREATE_NAMESPACES")
+        configuration.maxOpenNamespaces = maxOpenNamespaces
+        configuration.maxListensPerConnection = maxListensPerConnection
+        configuration.maxOnDisconnectBytes = maxOnDisconnectBytes
+        configuration.namespaceIdleTimeout = .milliseconds(Int(namespaceIdleTimeout * 1000))
         configuration.heartbeatInterval = .milliseconds(Int(heartbeatInterval * 1000))
         configuration.sseKeepaliveInterval = .milliseconds(Int(sseKeepaliveInterval * 1000))
         configuration.maxMessageBytes = maxMessageBytes

@@ -29,4 +29,12 @@ public protocol ServerStore: Sendable {
 
     /// Stores the settings document `name`; `nil` removes it.
     func setSetting(_ name: String, _ value: JSONValue?) throws
+
+    /// Releases what the store holds (files, descriptors); later calls fail. Stores holding nothing
+    /// outside memory need not implement it.
+    func close() throws
+}
+
+extension ServerStore {
+    public func close() throws {}
 }

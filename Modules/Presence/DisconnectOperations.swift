@@ -9,12 +9,21 @@ public struct DisconnectOperation: Sendable, Equatable {
         case update([String: JSONValue])
     }
 
-    public var path: Path
-    public var kind: Kind
+    public let path: Path
+    public let kind: Kind
+    /// What the operation holds, in bytes: its path and its value(s) as JSON text.
+    public let byteCount: Int
 
     public init(path: Path, kind: Kind) {
         self.path = path
         self.kind = kind
+        let values =
+            switch kind {
+            case .set(let value): value.serialized().utf8.count
+            case .update(let members):
+                members.reduce(0) { $0 + $1.key.utf8.count + $1.value.serialized().utf8.count }
+            }
+        byteCount = path.description.utf8.count + values
     }
 }
 
@@ -32,6 +41,8 @@ public struct DisconnectOperation: Sendable, Equatable {
 /// ```
 public struct DisconnectOperations: Sendable {
     public private(set) var operations: [DisconnectOperation] = []
+    /// The sum of the operations' ``DisconnectOperation/byteCount``.
+    public private(set) var byteCount = 0
 
     public init() {}
 
@@ -40,16 +51,21 @@ public struct DisconnectOperations: Sendable {
     /// Adds an operation; it runs after every operation registered before it.
     public mutating func register(_ operation: DisconnectOperation) {
         operations.append(operation)
+        byteCount += operation.byteCount
     }
 
     /// Removes every operation at or below `path`.
     public mutating func cancel(below path: Path) {
         operations.removeAll { path.contains($0.path) }
+        byteCount = operations.reduce(0) { $0 + $1.byteCount }
     }
 
     /// Hands over the operations to run, leaving none registered.
     public mutating func takeAll() -> [DisconnectOperation] {
-        defer { operations = [] }
+        defer {
+            operations = []
+            byteCount = 0
+        }
         return operations
     }
 }

@@ -41,22 +41,27 @@ extension CanopyServer {
     /// `GET` with `Accept: text/event-stream`: the listener is registered and its first `put` queued
     /// before the headers go out; `keep-alive` events follow at the configured interval. A stream
     /// the rules stop allowing gets `cancel` and ends; one whose credential expires (`expiresAt`)
-    /// gets `auth_revoked` and ends. When the client leaves (`channel` closes, or only its input
+    /// gets `auth_revoked` and ends. The stream holds `lease` until it ends. When the client leaves (`channel` closes, or only its input
     /// does), even before the response started, its listener and its place in the metrics go at once.
     func eventStream(
-        _ rest: RESTRequest, caller: Caller, until expiresAt: Date?, database: Database, channel: any Channel
+        _ rest: RESTRequest, caller: Caller, until expiresAt: Date?, lease: DatabaseLease, channel: any Channel
     ) async -> Response {
+        let database = lease.database
         let params: QueryParams
         do {
             params = try QueryParams(restParameters: rest.parameters)
         } catch {
+            lease.release()
             return Self.error(.badRequest, error.description)
         }
         let subscriber = EventStreamSubscriber(location: rest.path)
         let allowed = await database.listen(
             subscriber, path: rest.path, params: params, queryID: params.queryIdentifier, tag: nil, hash: nil,
             caller: caller)
-        guard allowed else { return Self.permissionDenied }
+        guard allowed else {
+            lease.release()
+            return Self.permissionDenied
+        }
         metrics.connections.increment()
         connections.streamStarted(subscriber)
         let keepalive = configuration.sseKeepaliveInterval
@@ -65,7 +70,10 @@ extension CanopyServer {
             subscriber.finish()
             connections.streamEnded(subscriber)
             metrics.connections.decrement()
-            Task { await database.removeSubscriber(subscriber.subscriberID) }
+            Task {
+                await database.removeSubscriber(subscriber.subscriberID)
+                lease.release()
+            }
         }
         // The body may never run (the client left before the headers went out), and a stream
         // waiting for its next event notices no close by itself.

@@ -42,16 +42,24 @@ extension CanopyServer {
             return Self.error(.badRequest, "Invalid path: \(reason)")
         }
         let namespace = rest.namespace(host: request.head.authority, default: configuration.defaultNamespace)
-        let database: Database
+        let lease: DatabaseLease
         do {
-            database = try await databases.database(namespace)
+            lease = try await databases.lease(namespace)
         } catch .invalidName(let name) {
             return Self.error(.badRequest, "Invalid namespace \"\(name)\"")
         } catch .unknown(let name) {
             return Self.error(.notFound, "Namespace \"\(name)\" does not exist")
         } catch .storage(let reason) {
             return Self.error(.internalServerError, "Storage error: \(reason)")
+        } catch .tooManyOpen(let limit) {
+            return Self.error(.serviceUnavailable, "Too many namespaces in use (at most \(limit)); try again later")
+        } catch .shuttingDown {
+            return Self.error(.serviceUnavailable, "The server is shutting down")
         }
+        // An event stream keeps its lease until it ends.
+        var leaseOutlivesRequest = false
+        defer { if !leaseOutlivesRequest { lease.release() } }
+        let database = lease.database
         let caller: Caller
         let expiresAt: Date?
         switch await self.caller(of: request, rest: rest) {
@@ -63,8 +71,8 @@ extension CanopyServer {
         switch request.method {
         case .get:
             if request.headers[.accept]?.contains("text/event-stream") == true {
-                return await eventStream(
-                    rest, caller: caller, until: expiresAt, database: database, channel: channel)
+                leaseOutlivesRequest = true
+                return await eventStream(rest, caller: caller, until: expiresAt, lease: lease, channel: channel)
             }
             return await read(rest, request: request, caller: caller, database: database)
         case .head:

@@ -129,6 +129,14 @@ extension CanopyServer {
                 fail(WriteError(status: "invalid_query", message: error.description))
                 return
             }
+            let limit = configuration.maxListensPerConnection
+            if await database.wouldExceedListens(
+                of: connection.subscriberID, path: path, queryID: params.queryIdentifier, limit: limit)
+            {
+                metrics.tripped(.listensPerConnection)
+                return fail(
+                    WriteError(status: "too_many_listens", message: "this connection already has \(limit) listens"))
+            }
             // Answered once its data was pushed (in commit order; see `Database.listen`).
             let allowed = await database.listen(
                 connection, path: path, params: params, queryID: params.queryIdentifier, tag: tag, hash: hash,
@@ -152,7 +160,15 @@ extension CanopyServer {
                 guard await database.mayRegister(operation, as: connection.caller) else {
                     return fail(.permissionDenied)
                 }
-                _ = connection.register(operation)
+                let limit = configuration.maxOnDisconnectBytes
+                guard connection.register(operation, limit: limit) else {
+                    metrics.tripped(.onDisconnectBytes)
+                    return fail(
+                        WriteError(
+                            status: "too_big",
+                            message:
+                                "the onDisconnect operations of this connection would hold more than \(limit) bytes"))
+                }
                 connection.send(.ok(number))
             case .failure(let error)?: fail(error)
             case nil: break

@@ -46,6 +46,13 @@ extension Database {
         return true
     }
 
+    /// Whether one more listen of `subscriberID`, at `path` for `queryID`, would make more than
+    /// `limit` (a listen replacing one of its own is not one more).
+    func wouldExceedListens(of subscriberID: Int, path: Path, queryID: String, limit: Int) -> Bool {
+        listeners.listenCount(of: subscriberID) >= limit
+            && !listeners.contains(subscriberID: subscriberID, path: path, queryID: queryID)
+    }
+
     func unlisten(subscriberID: Int, path: Path, queryID: String) {
         if listeners.remove(subscriberID: subscriberID, path: path, queryID: queryID) != nil {
             metrics.listeners.decrement()

@@ -73,7 +73,10 @@ actor Database {
         self.root = try store.loadTree()
         if let override {
             (rules, rulesText, enforcesRules) = (override.document, override.text, true)
-            try store.setSetting("rules", .string(override.text))
+            // Not written when already stored: a namespace nobody wrote to has no file to write it to.
+            if try store.setting("rules") != .string(override.text) {
+                try store.setSetting("rules", .string(override.text))
+            }
             return
         }
         let stored: String? =

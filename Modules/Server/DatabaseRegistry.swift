@@ -1,14 +1,27 @@
 import Foundation
 import Logging
+import NIOPosix
 import Persistence
 import Prometheus
 import ServiceLifecycle
+import Tree
 
-/// The server's databases by namespace, opened (or created) on first use.
+/// The server's open namespaces: opened on use, closed when idle, bounded in number.
+///
+/// Every user of a database (a realtime connection, an event stream, a REST request) holds a
+/// ``DatabaseLease`` while it uses it; a namespace without leases for
+/// ``ServerConfiguration/namespaceIdleTimeout`` is closed, and when
+/// ``ServerConfiguration/maxOpenNamespaces`` are open the one unused for the longest makes room.
+/// A namespace whose file does not exist is opened on a ``DeferredServerStore``: reading it creates
+/// nothing, and the first write creates the file (when ``ServerConfiguration/createsNamespacesOnWrite``).
+///
+/// Opening runs on NIO's blocking thread pool (SQLite opens the file and the whole tree is read),
+/// so a large namespace that opens delays only its own clients.
 actor DatabaseRegistry {
-    private var databases: [String: Database] = [:]
-    private var queues: [CommitQueue] = []
-    private var committers: [Task<Void, Never>] = []
+    private var open: [String: OpenNamespace] = [:]
+    private var opening: [String: Task<Result<OpenNamespace, LookupError>, Never>] = [:]
+    private var closing: [String: Task<Void, Never>] = [:]
+    private var isShuttingDown = false
     private let configuration: ServerConfiguration
     private let metrics: ServerMetrics
     private let logger: Logger
@@ -32,69 +45,203 @@ actor DatabaseRegistry {
             && name.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 45 || $0 == 95 }
     }
 
-    enum LookupError: Error {
+    enum LookupError: Error, Sendable {
         case invalidName(String)
+        /// No such namespace, and writes do not create namespaces.
         case unknown(String)
         case storage(String)
+        /// ``ServerConfiguration/maxOpenNamespaces`` are open and each is in use.
+        case tooManyOpen(limit: Int)
+        /// The server is stopping: namespaces that are not open stay closed.
+        case shuttingDown
     }
 
-    /// The database `name`, opening or creating it.
-    func database(_ name: String) throws(LookupError) -> Database {
-        if let database = databases[name] { return database }
-        guard Self.isValidName(name) else { throw .invalidName(name) }
-        let store: any ServerStore
-        do {
-            if let folder = configuration.dataDirectory {
-                let file = URL(fileURLWithPath: folder).appendingPathComponent("\(name).sqlite").path
-                if !configuration.createsNamespaces, !FileManager.default.fileExists(atPath: file) {
-                    throw LookupError.unknown(name)
-                }
-                store = try SQLiteServerStore(
-                    path: file, durability: configuration.fsync ? .full : .normal, logger: logger)
-            } else {
-                store = InMemoryServerStore()
+    /// Namespaces open now.
+    var openCount: Int { open.count }
+
+    /// A lease on database `name`, opening it if it is not open; release it when done.
+    func lease(_ name: String) async throws(LookupError) -> DatabaseLease {
+        while true {
+            if let namespace = open[name] { return DatabaseLease(namespace) }
+            guard Self.isValidName(name) else { throw .invalidName(name) }
+            guard !isShuttingDown else { throw .shuttingDown }
+            // Whoever resumes first after a closing or an opening records its outcome, so that no
+            // waiter depends on another to run.
+            if let closed = closing[name] {
+                await closed.value
+                if closing[name] == closed { closing[name] = nil }
+                continue
             }
-        } catch let error as LookupError {
-            throw error
-        } catch {
-            throw storageFailure(name, error)
+            if let pending = opening[name] {
+                let result = await pending.value
+                if opening[name] == pending { installOpened(name, result) }
+                if case .failure(let error) = result { throw error }
+                continue
+            }
+            if open.count + opening.count >= configuration.maxOpenNamespaces {
+                guard closeLeastRecentlyUsed() else {
+                    metrics.tripped(.namespaces)
+                    logger.warning(
+                        "refused to open a namespace: every open one is in use",
+                        metadata: ["namespace": "\(name)", "max_open_namespaces": "\(configuration.maxOpenNamespaces)"])
+                    throw .tooManyOpen(limit: configuration.maxOpenNamespaces)
+                }
+            }
+            let task = Task { [configuration, startupRules, metrics, logger] in
+                await Self.openNamespace(
+                    name, configuration: configuration, rules: startupRules, metrics: metrics, logger: logger)
+            }
+            opening[name] = task
+            let result = await task.value
+            if opening[name] == task { installOpened(name, result) }
+            if case .failure(let error) = result { throw error }
         }
-        let metrics = metrics
-        let queue = CommitQueue(store: store, logger: logger) { writes in
-            metrics.commitBatchWrites.record(Double(writes))
-        }
-        let database: Database
-        do {
-            database = try Database(
-                name: name, store: store, commits: queue, metrics: metrics, logger: logger, rules: startupRules)
-        } catch {
-            throw storageFailure(name, error)
-        }
-        committers.append(Task { await queue.run() })
-        queues.append(queue)
-        databases[name] = database
+    }
+
+    private func installOpened(_ name: String, _ result: Result<OpenNamespace, LookupError>) {
+        opening[name] = nil
+        guard case .success(let namespace) = result else { return }
+        open[name] = namespace
+        metrics.namespacesOpen.set(Int64(open.count))
         logger.info("opened database", metadata: ["namespace": "\(name)"])
-        return database
+    }
+
+    /// Opens the store and loads the tree, on the blocking thread pool.
+    private static func openNamespace(
+        _ name: String, configuration: ServerConfiguration, rules: StartupRules?, metrics: ServerMetrics,
+        logger: Logger
+    ) async -> Result<OpenNamespace, LookupError> {
+        let creates = configuration.createsNamespacesOnWrite || name == configuration.defaultNamespace
+        let initialSettings: [String: JSONValue] = rules.map { ["rules": .string($0.text)] } ?? [:]
+        let durability: Durability = configuration.fsync ? .full : .normal
+        do {
+            return .success(
+                try await NIOThreadPool.singleton.runIfActive { () throws(LookupError) -> OpenNamespace in
+                    let store: any ServerStore
+                    var deferred: DeferredServerStore?
+                    if let folder = configuration.dataDirectory {
+                        let file = URL(fileURLWithPath: folder).appendingPathComponent("\(name).sqlite").path
+                        if FileManager.default.fileExists(atPath: file) {
+                            do {
+                                store = try SQLiteServerStore(path: file, durability: durability, logger: logger)
+                            } catch {
+                                throw storageFailure(name, error, logger: logger)
+                            }
+                        } else {
+                            guard creates else {
+                                metrics.tripped(.namespaceCreation)
+                                throw .unknown(name)
+                            }
+                            let created = DeferredServerStore(initialSettings: initialSettings) {
+                                try SQLiteServerStore(path: file, durability: durability, logger: logger)
+                            }
+                            (store, deferred) = (created, created)
+                        }
+                    } else {
+                        guard creates else {
+                            metrics.tripped(.namespaceCreation)
+                            throw .unknown(name)
+                        }
+                        let created = DeferredServerStore(initialSettings: initialSettings) { InMemoryServerStore() }
+                        (store, deferred) = (created, created)
+                    }
+                    let queue = CommitQueue(store: store, logger: logger) { writes in
+                        metrics.commitBatchWrites.record(Double(writes))
+                    }
+                    let database: Database
+                    do {
+                        database = try Database(
+                            name: name, store: store, commits: queue, metrics: metrics, logger: logger, rules: rules)
+                    } catch {
+                        try? store.close()
+                        throw storageFailure(name, error, logger: logger)
+                    }
+                    return OpenNamespace(
+                        name: name, database: database, store: store, queue: queue, deferred: deferred,
+                        keepsDataInMemory: configuration.dataDirectory == nil)
+                })
+        } catch let error as LookupError {
+            return .failure(error)
+        } catch {
+            return .failure(storageFailure(name, error, logger: logger))
+        }
     }
 
     /// Logs why namespace `name` could not be opened and returns what its clients are told (no
     /// file names).
-    private func storageFailure(_ name: String, _ error: any Error) -> LookupError {
+    private static func storageFailure(_ name: String, _ error: any Error, logger: Logger) -> LookupError {
         logger.error("could not open database", metadata: ["namespace": "\(name)", "error": "\(error)"])
         return .storage((error as? StoreError)?.clientMessage ?? "the database could not be opened")
     }
 
-    /// Commits everything queued, then stops the committers.
+    /// Closes the closable namespace unused for the longest; `false` when every one is in use.
+    private func closeLeastRecentlyUsed() -> Bool {
+        var oldest: (namespace: OpenNamespace, since: ContinuousClock.Instant)?
+        for namespace in open.values where namespace.canClose {
+            guard let since = namespace.idleSince else { continue }
+            if oldest.map({ since < $0.since }) ?? true { oldest = (namespace, since) }
+        }
+        guard let oldest else { return false }
+        close(oldest.namespace, reason: "max_open_namespaces")
+        return true
+    }
+
+    /// Closes every closable namespace nobody used for ``ServerConfiguration/namespaceIdleTimeout``.
+    func closeIdle() {
+        let cutoff = ContinuousClock.now - configuration.namespaceIdleTimeout
+        for namespace in open.values where namespace.canClose {
+            guard let since = namespace.idleSince, since <= cutoff else { continue }
+            close(namespace, reason: "idle")
+        }
+    }
+
+    /// Closes idle namespaces every so often until cancelled.
+    func closeIdleUntilCancelled() async {
+        let interval = min(max(configuration.namespaceIdleTimeout / 4, .milliseconds(100)), .seconds(30))
+        while !Task.isCancelled {
+            try? await Task.sleep(for: interval)
+            closeIdle()
+        }
+    }
+
+    private func close(_ namespace: OpenNamespace, reason: String) {
+        let name = namespace.name
+        open[name] = nil
+        metrics.namespacesOpen.set(Int64(open.count))
+        let logger = logger
+        let task = Task {
+            await namespace.close()
+            logger.info("closed database", metadata: ["namespace": "\(name)", "reason": "\(reason)"])
+        }
+        closing[name] = task
+        Task {
+            await task.value
+            self.forgetClosing(name, task)
+        }
+    }
+
+    private func forgetClosing(_ name: String, _ task: Task<Void, Never>) {
+        if closing[name] == task { closing[name] = nil }
+    }
+
+    /// Opens no namespace from now on (the server is stopping); open ones keep serving.
+    func stopOpening() {
+        isShuttingDown = true
+    }
+
+    /// Commits everything queued and closes every namespace.
     func shutdown() async {
-        for queue in queues { queue.finish() }
-        for committer in committers { await committer.value }
-        committers = []
-        queues = []
+        isShuttingDown = true
+        for task in opening.values { _ = await task.value }
+        for namespace in open.values { await namespace.close() }
+        for task in closing.values { await task.value }
+        open = [:]
+        metrics.namespacesOpen.set(Int64(0))
     }
 }
 
-/// Keeps the committers running until graceful shutdown, then flushes them once every realtime
-/// connection handed over its onDisconnect writes.
+/// Keeps the committers running until graceful shutdown (closing idle namespaces meanwhile), then
+/// flushes them once every realtime connection handed over its onDisconnect writes.
 struct DatabaseService: Service {
     let registry: DatabaseRegistry
     let connections: OpenConnections
@@ -102,7 +249,10 @@ struct DatabaseService: Service {
     let logger: Logger
 
     func run() async throws {
+        let sweeper = Task { [registry] in await registry.closeIdleUntilCancelled() }
         try? await gracefulShutdown()
+        sweeper.cancel()
+        await registry.stopOpening()
         // The HTTP server closed its realtime connections on a graceful shutdown; when the server
         // was cancelled instead, they are still open, and would be served by stopped databases.
         sessions.closeAll()

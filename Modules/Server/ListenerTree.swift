@@ -61,6 +61,16 @@ struct ListenerTree {
         return node
     }
 
+    /// How many listens `subscriberID` has.
+    func listenCount(of subscriberID: Int) -> Int {
+        registrations[subscriberID]?.count ?? 0
+    }
+
+    /// Whether `subscriberID` listens at `path` for `queryID`.
+    func contains(subscriberID: Int, path: Path, queryID: String) -> Bool {
+        registrations[subscriberID]?.contains(Registration(path: path, queryID: queryID)) ?? false
+    }
+
     /// Adds or replaces a listener; returns whether it is new.
     @discardableResult
     mutating func add(_ listener: Listener) -> Bool {

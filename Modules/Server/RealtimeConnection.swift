@@ -48,6 +48,8 @@ final class RealtimeConnection: Subscriber, FlushTarget {
         var queue: [Inbound] = []
         var draining = true
         var database: Database?
+        /// Held from the hello until the connection's onDisconnect writes were handed over.
+        var lease: DatabaseLease?
     }
 
     private struct State {
@@ -100,11 +102,11 @@ final class RealtimeConnection: Subscriber, FlushTarget {
                 extensions: [RealtimeHello.writeIDsExtension]))
         let namespace = parameters["ns"].flatMap { $0.isEmpty ? nil : $0 } ?? server.configuration.defaultNamespace
         Task {
-            let database: Database
-            do {
-                database = try await server.databases.database(namespace)
+            let lease: DatabaseLease
+            do throws(DatabaseRegistry.LookupError) {
+                lease = try await server.databases.lease(namespace)
             } catch {
-                send(.error("unknown or invalid namespace \"\(namespace)\""))
+                send(.error(Self.refusal(of: namespace, error)))
                 closeAfterPendingMessages()
                 // Requests go unanswered; a close that already arrived must still be handled.
                 inbox.withLock { inbox in
@@ -117,9 +119,24 @@ final class RealtimeConnection: Subscriber, FlushTarget {
                 return
             }
             if let last = parameters["ls"], !last.isEmpty { await server.sessions.end(last) }
+            let database = lease.database
             server.sessions.add(self, database: database)
-            inbox.withLock { $0.database = database }
+            inbox.withLock { inbox in
+                inbox.database = database
+                inbox.lease = lease
+            }
             await drain(database: database)
+        }
+    }
+
+    /// What a client whose namespace could not be opened is told.
+    private static func refusal(of namespace: String, _ error: DatabaseRegistry.LookupError) -> String {
+        switch error {
+        case .invalidName: "invalid namespace \"\(namespace)\""
+        case .unknown: "unknown namespace \"\(namespace)\""
+        case .storage(let reason): "namespace \"\(namespace)\" could not be opened: \(reason)"
+        case .tooManyOpen(let limit): "too many namespaces in use (at most \(limit)); try again later"
+        case .shuttingDown: "the server is shutting down"
         }
     }
 
@@ -158,6 +175,7 @@ final class RealtimeConnection: Subscriber, FlushTarget {
                     server.metrics.connections.decrement()
                     server.sessions.remove(self)
                     if let database { await CanopyServer.disconnect(self, from: database) }
+                    inbox.withLock { $0.lease }?.release()
                     server.connections.realtimeClosed()
                     // Nothing more is read after the close; the inbox stays "draining" for good.
                     return
@@ -236,6 +254,7 @@ final class RealtimeConnection: Subscriber, FlushTarget {
             server.logger.warning(
                 "closing a realtime connection that does not read what it is sent",
                 metadata: ["session": "\(sessionID)", "queued_bytes": "\(queued)"])
+            server.metrics.tripped(.pendingOutboundBytes)
             channel.close(promise: nil)
         }
     }
@@ -284,9 +303,12 @@ final class RealtimeConnection: Subscriber, FlushTarget {
 
     // MARK: onDisconnect
 
-    func register(_ operation: DisconnectOperation) -> Bool {
+    /// Adds an onDisconnect operation unless the connection's operations would then hold more
+    /// than `limit` bytes; returns whether it was added (a retired connection adds none, silently).
+    func register(_ operation: DisconnectOperation, limit: Int) -> Bool {
         state.withLock { state in
-            guard !state.retired else { return false }
+            guard !state.retired else { return true }
+            guard state.disconnect.byteCount + operation.byteCount <= limit else { return false }
             state.disconnect.register(operation)
             return true
         }

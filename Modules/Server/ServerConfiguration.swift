@@ -10,8 +10,18 @@ public struct ServerConfiguration: Sendable {
     public var dataDirectory: String? = "./canopy-data"
     /// The namespace of clients that name none (no `ns`, and a Host that is an IP or localhost).
     public var defaultNamespace: String = "default"
-    /// Whether an unknown namespace is created on first use (otherwise REST answers 404).
-    public var createsNamespaces: Bool = true
+    /// Whether a write to a namespace that does not exist creates it (otherwise it is refused: REST
+    /// answers 404). `nil`, the default, creates namespaces only when ``host`` is a loopback address.
+    /// Reading or listening never creates one: a namespace nobody wrote to reads as empty and has
+    /// no file.
+    public var createsNamespaces: Bool?
+    /// Most namespaces open at once. Opening one more first closes the namespace unused for the
+    /// longest; when every open one is in use, the new one is refused (REST 503).
+    public var maxOpenNamespaces: Int = 1000
+    /// A namespace no connection, event stream or request has used for this long is closed (its
+    /// queued writes committed, its file closed); the next use opens it again. Not with in-memory
+    /// data, which would be lost.
+    public var namespaceIdleTimeout: Duration = .seconds(300)
     /// Interval of the server's WebSocket pings; a peer silent for two intervals is dropped.
     public var heartbeatInterval: Duration = .seconds(20)
     /// Interval of `keep-alive` events on REST event streams.
@@ -21,6 +31,12 @@ public struct ServerConfiguration: Sendable {
     /// Most bytes queued for a realtime connection that does not read them (a stalled or too slow
     /// client); past it the server closes the connection, which runs its onDisconnect writes.
     public var maxPendingOutboundBytes: Int = 64 * 1024 * 1024
+    /// Most listens one realtime connection may hold at once; one more is refused with status
+    /// `too_many_listens` (the client's listener gets an error; its other listens go on).
+    public var maxListensPerConnection: Int = 10000
+    /// Most bytes the onDisconnect operations of one realtime connection may hold (paths and values
+    /// as JSON text); one that would pass it is refused with status `too_big`.
+    public var maxOnDisconnectBytes: Int = 1024 * 1024
     /// Whether commits are fsynced (survive power loss) or only written (survive a process crash).
     public var fsync: Bool = true
     /// Longest a graceful shutdown waits for connections to close and hand over their onDisconnect
@@ -35,4 +51,15 @@ public struct ServerConfiguration: Sendable {
     public var rulesFile: String?
 
     public init() {}
+
+    /// Whether writes create namespaces: ``createsNamespaces``, or when that is `nil`, whether
+    /// ``host`` is a loopback address (`127.0.0.0/8`, `::1`, `localhost`).
+    public var createsNamespacesOnWrite: Bool {
+        createsNamespaces ?? Self.isLoopback(host)
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        let host = host.lowercased()
+        return host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+    }
 }

@@ -11,6 +11,8 @@ public final class ServerMetrics: Sendable {
     let commitBatchWrites: ValueHistogram
     let restRequests: Counter
     let resentWrites: Counter
+    let namespacesOpen: Gauge
+    private let limitTrips: [ServerLimit: Counter]
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         self.registry = registry
@@ -27,6 +29,13 @@ public final class ServerMetrics: Sendable {
         restRequests = registry.makeCounter(descriptor: name("rest_requests", "total", "REST requests answered"))
         resentWrites = registry.makeCounter(
             descriptor: name("resent_writes", "total", "Resent writes answered as before instead of applied again"))
+        namespacesOpen = registry.makeGauge(
+            descriptor: name("namespaces", "open", "Namespaces open (read, listened to or written recently)"))
+        let trips = name("limit_trips", "total", "Requests refused or connections closed because a limit was reached")
+        limitTrips = Dictionary(
+            uniqueKeysWithValues: ServerLimit.allCases.map {
+                ($0, registry.makeCounter(descriptor: trips, labels: [("limit", $0.rawValue)]))
+            })
         commitLatency = registry.makeDurationHistogram(
             descriptor: name("commit_latency", "seconds", "Time from a write being applied to its batch being durable"),
             buckets: [
@@ -36,6 +45,11 @@ public final class ServerMetrics: Sendable {
         commitBatchWrites = registry.makeValueHistogram(
             descriptor: name("commit_batch", "writes", "Writes per committed transaction (group commit)"),
             buckets: [1, 4, 16, 64, 256, 1024, 4096, 16384])
+    }
+
+    /// Counts one refusal or closure because of `limit` (`canopy_limit_trips_total{limit="…"}`).
+    func tripped(_ limit: ServerLimit) {
+        limitTrips[limit]?.increment()
     }
 
     /// The metrics in the Prometheus text format.

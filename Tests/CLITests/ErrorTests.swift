@@ -55,7 +55,7 @@ struct ErrorTests {
             #expect(notJSONBound.stderr.contains(#"'"ada"'"#), "\(notJSONBound.stderr)")
         }
         try await withTestServer(configure: { $0.createsNamespaces = false }) { server in
-            let unknown = try await server.canopy("get", "a")
+            let unknown = try await server.canopy("get", "a", "--url", server.baseURL + "?ns=nowhere")
             #expect(unknown.status == 68, "an unknown namespace is not found: \(unknown.stderr)")
             #expect(unknown.stderr.hasPrefix("canopy: not found"))
         }

@@ -137,7 +137,9 @@ struct RequestFuzzTests {
             }
             tally.record(input.verdict, input.family, outcome, text: "\(input.method) \(input.target) \(input.body)")
         }
-        let memory = await (try await server.databases.database("fuzz")).root
+        let lease = try await server.databases.lease("fuzz")
+        let memory = await lease.database.root
+        lease.release()
         await server.databases.shutdown()
 
         tally.expectVerdictsHeld(inputs: Self.restCount, answered: Self.restCount)

@@ -1,0 +1,77 @@
+import Synchronization
+public import Tree
+
+/// A ``ServerStore`` that does not exist until something is written: it reads as empty (no tree,
+/// no settings) and opens its backing store, with `create`, on the first ``commit(_:)`` or
+/// ``setSetting(_:_:)``.
+///
+/// A server opens namespaces nobody wrote to through it, so that reading or listening to a name
+/// creates no file and holds no descriptor:
+/// ```swift
+/// let store = DeferredServerStore { try SQLiteServerStore(path: "data/\(name).sqlite") }
+/// try store.loadTree()                              // empty; no file yet
+/// try store.commit([StoredWrite(path: "a", node: Node(.number(1)))])   // creates the file
+/// ```
+///
+/// Until then it reads as holding `initialSettings`, which are stored when it is created (a
+/// server's startup rules, so that a namespace created under them keeps them). A `create` that
+/// fails fails the write that needed it, and the next write tries again.
+public final class DeferredServerStore: ServerStore {
+    private let create: @Sendable () throws -> any ServerStore
+    private let initialSettings: [String: JSONValue]
+    private let store = Mutex<(any ServerStore)?>(nil)
+
+    /// A store that calls `create` when first written to, and then stores `initialSettings` in it.
+    public init(
+        initialSettings: [String: JSONValue] = [:], create: @escaping @Sendable () throws -> any ServerStore
+    ) {
+        self.initialSettings = initialSettings
+        self.create = create
+    }
+
+    /// Whether the backing store was created (something was written).
+    public var isCreated: Bool { store.withLock { $0 != nil } }
+
+    public func loadTree() throws -> Node {
+        try store.withLock { try $0?.loadTree() } ?? .empty
+    }
+
+    /// Commits `writes`, creating the backing store first; an empty commit (a barrier some callers
+    /// use to order reads after writes) creates nothing.
+    public func commit(_ writes: [StoredWrite]) throws {
+        if writes.isEmpty, !isCreated { return }
+        try created().commit(writes)
+    }
+
+    public func setting(_ name: String) throws -> JSONValue? {
+        try store.withLock { store in
+            guard let store else { return initialSettings[name] }
+            return try store.setting(name)
+        }
+    }
+
+    public func setSetting(_ name: String, _ value: JSONValue?) throws {
+        try created().setSetting(name, value)
+    }
+
+    public func close() throws {
+        try store.withLock { try $0?.close() }
+    }
+
+    private func created() throws -> any ServerStore {
+        try store.withLock { store in
+            if let store { return store }
+            let created = try create()
+            do {
+                for (name, value) in initialSettings.sorted(by: { $0.key < $1.key }) {
+                    try created.setSetting(name, value)
+                }
+            } catch {
+                try? created.close()
+                throw error
+            }
+            store = created
+            return created
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import NIOPosix
+import Persistence
+import Synchronization
+
+/// A namespace the ``DatabaseRegistry`` holds open: its database, store and committer, and how
+/// many leases use it.
+final class OpenNamespace: Sendable {
+    let name: String
+    let database: Database
+    private let store: any ServerStore
+    private let queue: CommitQueue
+    private let committer: Task<Void, Never>
+    private let deferred: DeferredServerStore?
+    private let keepsDataInMemory: Bool
+    private let usage = Mutex(Usage())
+
+    private struct Usage {
+        var leases = 0
+        var lastUsed = ContinuousClock.now
+    }
+
+    init(
+        name: String, database: Database, store: any ServerStore, queue: CommitQueue, deferred: DeferredServerStore?,
+        keepsDataInMemory: Bool
+    ) {
+        self.name = name
+        self.database = database
+        self.store = store
+        self.queue = queue
+        self.deferred = deferred
+        self.keepsDataInMemory = keepsDataInMemory
+        committer = Task { await queue.run() }
+    }
+
+    /// Since when no lease uses it; `nil` while one does.
+    var idleSince: ContinuousClock.Instant? {
+        usage.withLock { $0.leases == 0 ? $0.lastUsed : nil }
+    }
+
+    /// Whether closing it loses nothing: its data is on disk, or nothing was ever written to it.
+    var canClose: Bool {
+        !keepsDataInMemory || deferred?.isCreated == false
+    }
+
+    func acquire() {
+        usage.withLock { $0.leases += 1 }
+    }
+
+    func release() {
+        usage.withLock { usage in
+            usage.leases -= 1
+            usage.lastUsed = .now
+        }
+    }
+
+    /// Commits what is queued, then closes the store (on the blocking thread pool).
+    func close() async {
+        queue.finish()
+        await committer.value
+        let store = store
+        _ = try? await NIOThreadPool.singleton.runIfActive { try store.close() }
+    }
+}
+
+/// A database in use by a realtime connection, an event stream or a REST request: its namespace
+/// stays open until every lease on it is released (or dropped).
+final class DatabaseLease: Sendable {
+    let database: Database
+    private let namespace: OpenNamespace
+    private let released = Atomic(false)
+
+    /// Takes a lease; call it on the registry, which decides what to close.
+    init(_ namespace: OpenNamespace) {
+        self.namespace = namespace
+        database = namespace.database
+        namespace.acquire()
+    }
+
+    /// Ends the lease (once; later calls do nothing).
+    func release() {
+        if !released.exchange(true, ordering: .acquiringAndReleasing) { namespace.release() }
+    }
+
+    deinit { release() }
+}

@@ -1,0 +1,15 @@
+/// A bound the server keeps on what clients can make it hold; each is a ``ServerConfiguration``
+/// field and a `canopy-server` flag, and each trip counts in `canopy_limit_trips_total{limit=…}`.
+enum ServerLimit: String, CaseIterable, Sendable {
+    /// ``ServerConfiguration/maxOpenNamespaces``.
+    case namespaces
+    /// ``ServerConfiguration/createsNamespaces``: a request to a namespace that does not exist, where
+    /// writes do not create namespaces.
+    case namespaceCreation = "namespace_creation"
+    /// ``ServerConfiguration/maxListensPerConnection``.
+    case listensPerConnection = "listens_per_connection"
+    /// ``ServerConfiguration/maxOnDisconnectBytes``.
+    case onDisconnectBytes = "on_disconnect_bytes"
+    /// ``ServerConfiguration/maxPendingOutboundBytes``: a realtime connection that does not read.
+    case pendingOutboundBytes = "pending_outbound_bytes"
+}

@@ -1,0 +1,65 @@
+import CanopyServer
+import CanopyTesting
+import Foundation
+import Testing
+import Transport
+import Tree
+
+/// What one realtime connection can make the server hold: its listens and its onDisconnect
+/// operations are capped, with answers that say why, and what it holds within the caps keeps working.
+@Suite struct ConnectionLimitTests {
+    private static func listen(_ path: String) -> ClientAction {
+        .listen(path: path, query: nil, tag: nil, hash: nil)
+    }
+
+    @Test func listensPastTheCapAreRefusedAndTheOthersGoOn() async throws {
+        try await withTestServer(configure: { $0.maxListensPerConnection = 5 }) { server in
+            let client = try await RealtimeTestClient.connect(to: server)
+            for index in 0..<5 { try await client.requestOK(Self.listen("/rooms/r\(index)")) }
+            let refused = try await client.request(Self.listen("/rooms/r5"))
+            #expect(refused.status == "too_many_listens")
+            #expect(refused.data == "this connection already has 5 listens")
+            #expect(server.metric(#"canopy_limit_trips_total{limit="listens_per_connection"}"#) == 1)
+            // Listening again where it listens is not one more, and an unlisten makes room.
+            try await client.requestOK(Self.listen("/rooms/r0"))
+            try await client.requestOK(.unlisten(path: "/rooms/r1", query: nil, tag: nil))
+            try await client.requestOK(Self.listen("/rooms/r5"))
+            #expect(try await client.request(Self.listen("/rooms/r6")).status == "too_many_listens")
+
+            // Its listens still get their updates.
+            while client.pendingMessages.contains(where: \.isDataPush) { _ = try await client.nextPush() }
+            let writer = try await RealtimeTestClient.connect(to: server)
+            try await writer.put("rooms/r5", "hello")
+            #expect(try await client.nextPush() == .overwrite(path: "rooms/r5", data: "hello", tag: nil))
+            await writer.close()
+            await client.close()
+        }
+    }
+
+    @Test func onDisconnectOperationsPastTheirByteCapAreRefused() async throws {
+        try await withTestServer(configure: { $0.maxOnDisconnectBytes = 2048 }) { server in
+            let client = try await RealtimeTestClient.connect(to: server)
+            let large = JSONValue.string(String(repeating: "x", count: 1500))
+            try await client.requestOK(.onDisconnectPut(path: "/presence/a", data: large))
+            let refused = try await client.request(.onDisconnectPut(path: "/presence/b", data: large))
+            #expect(refused.status == "too_big")
+            #expect(
+                refused.data == "the onDisconnect operations of this connection would hold more than 2048 bytes")
+            let merge = try await client.request(.onDisconnectMerge(path: "/presence", data: ["b": large]))
+            #expect(merge.status == "too_big")
+            #expect(server.metric(#"canopy_limit_trips_total{limit="on_disconnect_bytes"}"#) == 2)
+
+            // Cancelling makes room; what was accepted runs when the connection goes.
+            try await client.requestOK(.onDisconnectCancel(path: "/presence/a"))
+            try await client.requestOK(.onDisconnectPut(path: "/presence/b", data: large))
+            await client.close()
+            var stored = try await server.http(.GET, "/presence.json?ns=test")
+            let deadline = ContinuousClock.now + .seconds(15)
+            while stored.body == "null", ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+                stored = try await server.http(.GET, "/presence.json?ns=test")
+            }
+            #expect(stored.json == ["b": large])
+        }
+    }
+}
