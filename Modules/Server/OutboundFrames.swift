@@ -3,26 +3,35 @@ import Transport
 
 /// A realtime message waiting to be written to one connection.
 enum OutboundMessage: Sendable {
-    /// Encoded message text (a push, encoded once for every connection it goes to).
-    case text(ByteBuffer)
-    /// A message of this connection alone (an answer, a control message), encoded when written.
+    /// Bytes already framed (a push, framed once for every connection it goes to).
+    case frames(ByteBuffer)
+    /// A message of this connection alone (an answer, a control message), framed when written.
     case message(ServerMessage)
 }
 
 /// Encodes a batch of realtime messages as server-to-client WebSocket text frames (unmasked, as
-/// RFC 6455 requires of a server) into one buffer, for one write and one flush.
+/// RFC 6455 requires of a server), for one flush.
 ///
 /// Messages longer than ``FrameAssembler/maxFrameCharacters`` are split the way the realtime
 /// protocol splits them: a frame with the count, then the pieces.
 enum OutboundFrames {
-    static func encode(_ messages: [OutboundMessage], allocator: ByteBufferAllocator) -> ByteBuffer {
+    /// Framed bytes longer than this are written as they are, shared with every other connection
+    /// they go to, instead of being copied into the batch's buffer.
+    static let sharedFramesThreshold = 16 * 1024
+
+    /// The batch as buffers to write in order: small messages together in one buffer, large
+    /// framed pushes as their own (shared) buffers between them.
+    static func encode(_ messages: [OutboundMessage], allocator: ByteBufferAllocator) -> [ByteBuffer] {
         var capacity = 0
         for message in messages {
             switch message {
-            case .text(let text): capacity += text.readableBytes + 10
+            case .frames(let frames) where frames.readableBytes <= sharedFramesThreshold:
+                capacity += frames.readableBytes
+            case .frames: break
             case .message: capacity += 64
             }
         }
+        var buffers: [ByteBuffer] = []
         var output = allocator.buffer(capacity: capacity)
         for message in messages {
             switch message {
@@ -37,15 +46,27 @@ enum OutboundFrames {
                     continue
                 }
                 appendFrames(of: message.text, to: &output)
-            case .text(let text):
-                guard text.readableBytes > FrameAssembler.maxFrameCharacters else {
-                    appendFrame(text.readableBytes, to: &output)
-                    output.writeImmutableBuffer(text)
+            case .frames(let frames):
+                guard frames.readableBytes > sharedFramesThreshold else {
+                    output.writeImmutableBuffer(frames)
                     continue
                 }
-                appendFrames(of: String(buffer: text), to: &output)
+                if output.readableBytes > 0 {
+                    buffers.append(output)
+                    output = allocator.buffer(capacity: 0)
+                }
+                buffers.append(frames)
             }
         }
+        if output.readableBytes > 0 { buffers.append(output) }
+        return buffers
+    }
+
+    /// `text` framed as the realtime protocol frames a message: one frame, or split frames when
+    /// it is long.
+    static func frames(of text: String, allocator: ByteBufferAllocator = ByteBufferAllocator()) -> ByteBuffer {
+        var output = allocator.buffer(capacity: text.utf8.count + 10)
+        appendFrames(of: text, to: &output)
         return output
     }
 

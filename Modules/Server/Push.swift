@@ -1,4 +1,4 @@
-public import NIOCore
+import NIOCore
 public import Query
 import Synchronization
 import Transport
@@ -6,8 +6,8 @@ public import Tree
 
 /// A data update for listeners: the wire `d` (overwrite) or `m` (merge) message.
 ///
-/// One push is shared by every plain listener at the same location, and its wire text is
-/// encoded once, however many connections it goes to.
+/// One push is shared by every plain listener at the same location, and its wire frames are
+/// encoded once, however many connections they go to.
 public final class Push: Sendable {
     public enum Kind: Sendable { case overwrite, merge }
 
@@ -27,16 +27,16 @@ public final class Push: Sendable {
         self.tag = tag
     }
 
-    /// The realtime-protocol message of this push, encoded once and shared by every connection
-    /// it goes to.
-    public var wireBuffer: ByteBuffer {
+    /// The realtime-protocol message of this push as WebSocket frames (split as the protocol
+    /// splits long messages), encoded and framed once and shared by every connection it goes to.
+    var wireFrames: ByteBuffer {
         if let buffer = encoded.withLock({ $0 }) { return buffer }
         let message: ServerMessage =
             switch kind {
             case .overwrite: .overwrite(path: path.wireString, data: data, tag: tag)
             case .merge: .merge(path: path.wireString, data: data, tag: tag)
             }
-        let buffer = ByteBuffer(string: message.text)
+        let buffer = OutboundFrames.frames(of: message.text)
         encoded.withLock { $0 = buffer }
         return buffer
     }

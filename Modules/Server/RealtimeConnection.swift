@@ -188,7 +188,7 @@ final class RealtimeConnection: Subscriber, FlushTarget {
 
     // MARK: Outbound
 
-    func deliver(_ push: Push) { enqueue(.text(push.wireBuffer)) }
+    func deliver(_ push: Push) { enqueue(.frames(push.wireFrames)) }
 
     func revoke(path: Path, params: QueryParams) {
         enqueue(.message(.listenRevoked(path: path.wireString, query: params.wireObject)))
@@ -230,7 +230,9 @@ final class RealtimeConnection: Subscriber, FlushTarget {
             return (batch, outbox.closeCode)
         }
         if !batch.isEmpty {
-            framedOutput.value.write(NIOAny(OutboundFrames.encode(batch, allocator: channel.allocator)), promise: nil)
+            for buffer in OutboundFrames.encode(batch, allocator: channel.allocator) {
+                framedOutput.value.write(NIOAny(buffer), promise: nil)
+            }
         }
         var spare = batch
         spare.removeAll(keepingCapacity: true)

@@ -38,8 +38,31 @@ struct OutboundFramesTests {
         ]
         let long = ServerMessage.overwrite(path: "a", data: .string(String(repeating: "e", count: 20_000)), tag: nil)
         let messages: [OutboundMessage] =
-            [.message(.ok(7))] + texts.map { .text(ByteBuffer(string: $0)) } + [.message(long), .message(.ok(8))]
-        let decoded = try Self.decode(OutboundFrames.encode(messages, allocator: ByteBufferAllocator()))
+            [.message(.ok(7))] + texts.map { .frames(OutboundFrames.frames(of: $0)) } + [
+                .message(long), .message(.ok(8)),
+            ]
+        let buffers = OutboundFrames.encode(messages, allocator: ByteBufferAllocator())
+        var joined = ByteBuffer()
+        for var buffer in buffers { joined.writeBuffer(&buffer) }
+        let decoded = try Self.decode(joined)
         #expect(decoded == [ServerMessage.ok(7).text] + texts + [long.text, ServerMessage.ok(8).text])
+    }
+
+    @Test func largeFramedPushesAreWrittenSharedNotCopied() throws {
+        let large = OutboundFrames.frames(of: String(repeating: "x", count: 100_000))
+        let small = OutboundFrames.frames(of: "small")
+        let buffers = OutboundFrames.encode(
+            [.frames(small), .frames(large), .message(.ok(1)), .frames(large)], allocator: ByteBufferAllocator())
+        #expect(buffers.count == 4)
+        // The large frames are the push's own storage, shared by every connection it goes to.
+        for index in [1, 3] {
+            #expect(
+                buffers[index].withUnsafeReadableBytes { $0.baseAddress }
+                    == large.withUnsafeReadableBytes { $0.baseAddress })
+        }
+        var joined = ByteBuffer()
+        for var buffer in buffers { joined.writeBuffer(&buffer) }
+        let text = String(repeating: "x", count: 100_000)
+        #expect(try Self.decode(joined) == ["small", text, ServerMessage.ok(1).text, text])
     }
 }
