@@ -1,21 +1,45 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import NIOCore
 import Prometheus
 import Query
+import Synchronization
 import Tree
 
 /// A REST event-stream listener: pushes become `put` / `patch` events relative to its location.
+///
+/// Events wait in a queue counted in bytes; when its client reads too slowly for the queue to stay
+/// under `maxPendingBytes`, no more events are queued and `onOverflow` runs (once), which closes
+/// the stream.
 final class EventStreamSubscriber: Subscriber {
     let subscriberID = SubscriberIDs.make()
     let location: Path
     let events: AsyncStream<String>
     private let continuation: AsyncStream<String>.Continuation
+    private let maxPendingBytes: Int
+    private let onOverflow: @Sendable () -> Void
+    private let pending = Mutex(Pending())
 
-    init(location: Path) {
+    private struct Pending {
+        var bytes = 0
+        var overflowed = false
+    }
+
+    init(location: Path, maxPendingBytes: Int = .max, onOverflow: @escaping @Sendable () -> Void = {}) {
         self.location = location
+        self.maxPendingBytes = maxPendingBytes
+        self.onOverflow = onOverflow
         (events, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .unbounded)
+    }
+
+    /// Bytes of events queued and not yet taken by the stream's writer.
+    var pendingBytes: Int { pending.withLock { $0.bytes } }
+
+    /// The writer took `event` from the queue.
+    func taken(_ event: String) {
+        pending.withLock { $0.bytes -= event.utf8.count }
     }
 
     func deliver(_ push: Push) {
@@ -31,7 +55,19 @@ final class EventStreamSubscriber: Subscriber {
     }
 
     func send(event: String, data: JSONValue) {
-        continuation.yield("event: \(event)\ndata: \(data.serialized())\n\n")
+        let text = "event: \(event)\ndata: \(data.serialized())\n\n"
+        let size = text.utf8.count
+        let outcome = pending.withLock { pending -> (queue: Bool, overflowed: Bool) in
+            guard !pending.overflowed else { return (false, false) }
+            guard pending.bytes + size <= maxPendingBytes else {
+                pending.overflowed = true
+                return (false, true)
+            }
+            pending.bytes += size
+            return (true, false)
+        }
+        if outcome.queue { continuation.yield(text) }
+        if outcome.overflowed { onOverflow() }
     }
 
     func finish() { continuation.finish() }
@@ -54,7 +90,15 @@ extension CanopyServer {
             lease.release()
             return Self.error(.badRequest, error.description)
         }
-        let subscriber = EventStreamSubscriber(location: rest.path)
+        let (logger, trips) = (logger, metrics)
+        let subscriber = EventStreamSubscriber(
+            location: rest.path, maxPendingBytes: configuration.maxPendingOutboundBytes
+        ) { [limit = configuration.maxPendingOutboundBytes] in
+            logger.warning(
+                "closing an event stream that does not read what it is sent", metadata: ["limit_bytes": "\(limit)"])
+            trips.tripped(.pendingOutboundBytes)
+            channel.close(promise: nil)
+        }
         let allowed = await database.listen(
             subscriber, path: rest.path, params: params, queryID: params.queryIdentifier, tag: nil, hash: nil,
             caller: caller)
@@ -106,6 +150,7 @@ extension CanopyServer {
                 channel.pipeline.removeHandler(inputClosed, promise: nil)
             }
             for await event in subscriber.events {
+                subscriber.taken(event)
                 try await writer.write(ByteBuffer(string: event))
             }
             try await writer.finish(nil)

@@ -63,3 +63,35 @@ import Tree
         }
     }
 }
+
+/// Event streams whose clients stop reading are closed at their queue's cap, as realtime
+/// connections are.
+@Suite struct EventStreamLimitTests {
+    @Test func anEventStreamThatStopsReadingIsClosedAtItsCap() async throws {
+        let configure: (inout ServerConfiguration) -> Void = {
+            $0.maxPendingOutboundBytes = 256 * 1024
+            $0.sseKeepaliveInterval = .seconds(600)
+        }
+        try await withTestServer(configure: configure) { server in
+            let writer = try await RealtimeTestClient.connect(to: server)
+            try await writer.put("hot", "start")
+            let stalled = try StalledClient(
+                port: server.port,
+                request: "GET /hot.json?ns=test HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
+            defer { stalled.close() }
+            #expect(await server.waitForOpenConnections(2, timeout: .seconds(10)))
+
+            // 400 updates of 100 KB: far more than the cap and the kernel's socket buffers.
+            let big = JSONValue.string(String(repeating: "x", count: 100_000))
+            for index in 0..<400 {
+                try await writer.put("hot", ["n": .number(Double(index)), "blob": big])
+                if await server.waitForOpenConnections(1, timeout: .zero) { break }
+            }
+            #expect(await server.waitForOpenConnections(1, timeout: .seconds(20)), "the stalled stream is still open")
+            #expect((server.metric(#"canopy_limit_trips_total{limit="pending_outbound_bytes"}"#) ?? 0) >= 1)
+            #expect(server.metric("canopy_listeners_active") == 0)
+            try await writer.put("after", 1)
+            await writer.close()
+        }
+    }
+}
