@@ -75,6 +75,14 @@ struct CanopyServerCommand: AsyncParsableCommand {
 
     @Option(
         help: """
+            Most bytes queued for all readers that do not keep up, together; past it the one stalled for \
+            the longest is closed first. (CANOPY_MAX_TOTAL_PENDING_OUTBOUND_BYTES)
+            """)
+    var maxTotalPendingOutboundBytes: Int =
+        env("CANOPY_MAX_TOTAL_PENDING_OUTBOUND_BYTES").flatMap(Int.init) ?? 256 * 1024 * 1024
+
+    @Option(
+        help: """
             Most listens one realtime connection may hold; more are refused (too_many_listens). \
             (CANOPY_MAX_LISTENS_PER_CONNECTION)
             """)
@@ -158,6 +166,9 @@ struct CanopyServerCommand: AsyncParsableCommand {
         guard maxPendingOutboundBytes >= 65536 else {
             throw ValidationError("--max-pending-outbound-bytes must be at least 65536")
         }
+        guard maxTotalPendingOutboundBytes >= 65536 else {
+            throw ValidationError("--max-total-pending-outbound-bytes must be at least 65536")
+        }
         guard maxListensPerConnection >= 1 else {
             throw ValidationError("--max-listens-per-connection must be at least 1")
         }
@@ -188,6 +199,7 @@ struct CanopyServerCommand: AsyncParsableCommand {
         configuration.createsNamespaces = createNamespaces ?? envFlag("CANOPY_CREATE_NAMESPACES")
         configuration.maxOpenNamespaces = maxOpenNamespaces
         configuration.maxListensPerConnection = maxListensPerConnection
+        configuration.maxTotalPendingOutboundBytes = maxTotalPendingOutboundBytes
         configuration.maxOnDisconnectBytes = maxOnDisconnectBytes
         configuration.namespaceIdleTimeout = .milliseconds(Int(namespaceIdleTimeout * 1000))
         configuration.heartbeatInterval = .milliseconds(Int(heartbeatInterval * 1000))

@@ -11,26 +11,32 @@ import Tree
 /// A REST event-stream listener: pushes become `put` / `patch` events relative to its location.
 ///
 /// Events wait in a queue counted in bytes; when its client reads too slowly for the queue to stay
-/// under `maxPendingBytes`, no more events are queued and `onOverflow` runs (once), which closes
-/// the stream.
+/// under `maxPendingBytes`, or the server's `budget` for slow readers needs room, no more events
+/// are queued and `close` runs (once, with the limit), which closes the stream.
 final class EventStreamSubscriber: Subscriber {
     let subscriberID = SubscriberIDs.make()
     let location: Path
     let events: AsyncStream<String>
     private let continuation: AsyncStream<String>.Continuation
     private let maxPendingBytes: Int
-    private let onOverflow: @Sendable () -> Void
+    private let budget: OutboundBudget?
+    private let close: @Sendable (ServerLimit) -> Void
     private let pending = Mutex(Pending())
 
     private struct Pending {
         var bytes = 0
-        var overflowed = false
+        var closed = false
+        var countsInBudget = false
     }
 
-    init(location: Path, maxPendingBytes: Int = .max, onOverflow: @escaping @Sendable () -> Void = {}) {
+    init(
+        location: Path, maxPendingBytes: Int = .max, budget: OutboundBudget? = nil,
+        close: @escaping @Sendable (ServerLimit) -> Void = { _ in }
+    ) {
         self.location = location
         self.maxPendingBytes = maxPendingBytes
-        self.onOverflow = onOverflow
+        self.budget = budget
+        self.close = close
         (events, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .unbounded)
     }
 
@@ -39,7 +45,26 @@ final class EventStreamSubscriber: Subscriber {
 
     /// The writer took `event` from the queue.
     func taken(_ event: String) {
-        pending.withLock { $0.bytes -= event.utf8.count }
+        let (bytes, counts) = pending.withLock { pending in
+            pending.bytes -= event.utf8.count
+            return (pending.bytes, pending.countsInBudget)
+        }
+        if counts { recordInBudget(bytes) }
+    }
+
+    /// Counts the queue in the server's budget for slow readers while it holds enough to.
+    private func recordInBudget(_ bytes: Int) {
+        guard let budget else { return }
+        let counts = budget.record(subscriberID, bytes: bytes) { [self] in closeOnce(.totalPendingOutboundBytes) }
+        pending.withLock { $0.countsInBudget = counts }
+    }
+
+    private func closeOnce(_ limit: ServerLimit) {
+        let first = pending.withLock { pending in
+            defer { pending.closed = true }
+            return !pending.closed
+        }
+        if first { close(limit) }
     }
 
     func deliver(_ push: Push) {
@@ -57,17 +82,22 @@ final class EventStreamSubscriber: Subscriber {
     func send(event: String, data: JSONValue) {
         let text = "event: \(event)\ndata: \(data.serialized())\n\n"
         let size = text.utf8.count
-        let outcome = pending.withLock { pending -> (queue: Bool, overflowed: Bool) in
-            guard !pending.overflowed else { return (false, false) }
-            guard pending.bytes + size <= maxPendingBytes else {
-                pending.overflowed = true
-                return (false, true)
-            }
+        let outcome = pending.withLock { pending -> (queue: Bool, overflowed: Bool, bytes: Int, counts: Bool) in
+            guard !pending.closed else { return (false, false, 0, false) }
+            guard pending.bytes + size <= maxPendingBytes else { return (false, true, 0, false) }
             pending.bytes += size
-            return (true, false)
+            return (true, false, pending.bytes, pending.countsInBudget)
         }
         if outcome.queue { continuation.yield(text) }
-        if outcome.overflowed { onOverflow() }
+        if outcome.overflowed { closeOnce(.pendingOutboundBytes) }
+        if outcome.queue, outcome.bytes >= OutboundBudget.stallThreshold || outcome.counts {
+            recordInBudget(outcome.bytes)
+        }
+    }
+
+    /// The stream ended: it no longer counts in the budget.
+    func ended() {
+        budget?.remove(subscriberID)
     }
 
     func finish() { continuation.finish() }
@@ -92,11 +122,13 @@ extension CanopyServer {
         }
         let (logger, trips) = (logger, metrics)
         let subscriber = EventStreamSubscriber(
-            location: rest.path, maxPendingBytes: configuration.maxPendingOutboundBytes
-        ) { [limit = configuration.maxPendingOutboundBytes] in
+            location: rest.path, maxPendingBytes: configuration.maxPendingOutboundBytes, budget: outboundBudget
+        ) { limit in
             logger.warning(
-                "closing an event stream that does not read what it is sent", metadata: ["limit_bytes": "\(limit)"])
-            trips.tripped(.pendingOutboundBytes)
+                limit == .pendingOutboundBytes
+                    ? "closing an event stream that does not read what it is sent"
+                    : "closing the event stream stalled for the longest: the server holds too much for slow readers")
+            trips.tripped(limit)
             channel.close(promise: nil)
         }
         let allowed = await database.listen(
@@ -112,6 +144,7 @@ extension CanopyServer {
         let (metrics, connections) = (metrics, connections)
         let end = OnceAction {
             subscriber.finish()
+            subscriber.ended()
             connections.streamEnded(subscriber)
             metrics.connections.decrement()
             Task {

@@ -31,6 +31,7 @@ public struct CanopyServer: Sendable {
     let sessions = SessionRegistry()
     let connections = OpenConnections()
     let flushBatches = FlushBatches()
+    let outboundBudget: OutboundBudget
     let authenticator = Authenticator()
     let logger: Logger
     private let boundPort = BoundPort()
@@ -41,6 +42,7 @@ public struct CanopyServer: Sendable {
         let metrics = ServerMetrics()
         self.metrics = metrics
         self.databases = DatabaseRegistry(configuration: configuration, metrics: metrics, logger: logger)
+        self.outboundBudget = OutboundBudget(limit: configuration.maxTotalPendingOutboundBytes)
     }
 
     /// The `host:port` the hello message advertises (clients reconnect there).

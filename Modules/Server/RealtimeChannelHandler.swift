@@ -135,6 +135,11 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
         }
     }
 
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { connection?.measureQueued() }
+        context.fireChannelWritabilityChanged()
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
         heartbeatTask?.cancel()
         heartbeatTask = nil

@@ -28,6 +28,8 @@ final class RealtimeConnection: Subscriber, FlushTarget {
     private let outbox = Mutex(Outbox())
     private let inbox = Mutex(Inbox())
     private let state = Mutex(State())
+    /// Whether the connection holds enough unread bytes to count in the server's ``OutboundBudget``.
+    private let countsInBudget = Atomic(false)
 
     private struct Outbox {
         var pending: [OutboundMessage] = []
@@ -173,6 +175,7 @@ final class RealtimeConnection: Subscriber, FlushTarget {
                 case .closed:
                     if let database, !texts.isEmpty { await server.handle(texts, on: self, database: database) }
                     server.metrics.connections.decrement()
+                    server.outboundBudget.remove(subscriberID)
                     server.sessions.remove(self)
                     if let database { await CanopyServer.disconnect(self, from: database) }
                     inbox.withLock { $0.lease }?.release()
@@ -248,17 +251,33 @@ final class RealtimeConnection: Subscriber, FlushTarget {
             return
         }
         channel.flush()
-        // What the socket did not take stays queued; a client that stops reading must not make it grow
-        // without bound.
-        if let queued = try? channel.syncOptions?.getOption(.bufferedWritableBytes),
-            queued > server.configuration.maxPendingOutboundBytes
-        {
+        measureQueued()
+    }
+
+    /// What the socket did not take stays queued; a client that stops reading must not make it grow
+    /// without bound, alone (``ServerConfiguration/maxPendingOutboundBytes``) or with others
+    /// (``OutboundBudget``). Called on the event loop after each flush and when the socket drains.
+    func measureQueued() {
+        guard let queued = try? channel.syncOptions?.getOption(.bufferedWritableBytes) else { return }
+        if queued > server.configuration.maxPendingOutboundBytes {
             server.logger.warning(
                 "closing a realtime connection that does not read what it is sent",
                 metadata: ["session": "\(sessionID)", "queued_bytes": "\(queued)"])
             server.metrics.tripped(.pendingOutboundBytes)
+            server.outboundBudget.remove(subscriberID)
+            channel.close(promise: nil)
+            return
+        }
+        guard queued >= OutboundBudget.stallThreshold || countsInBudget.load(ordering: .relaxed) else { return }
+        let (channel, server, sessionID) = (channel, server, sessionID)
+        let counts = server.outboundBudget.record(subscriberID, bytes: queued) {
+            server.logger.warning(
+                "closing the realtime connection stalled for the longest: the server holds too much for slow readers",
+                metadata: ["session": "\(sessionID)", "queued_bytes": "\(queued)"])
+            server.metrics.tripped(.totalPendingOutboundBytes)
             channel.close(promise: nil)
         }
+        countsInBudget.store(counts, ordering: .relaxed)
     }
 
     // MARK: Credentials

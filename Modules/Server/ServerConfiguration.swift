@@ -37,6 +37,10 @@ public struct ServerConfiguration: Sendable {
     /// Most bytes the onDisconnect operations of one realtime connection may hold (paths and values
     /// as JSON text); one that would pass it is refused with status `too_big`.
     public var maxOnDisconnectBytes: Int = 1024 * 1024
+    /// Most bytes queued for all readers that do not keep up, together (realtime connections and
+    /// event streams holding at least 64 KiB each); past it the one stalled for the longest is
+    /// closed first, until the total is back under.
+    public var maxTotalPendingOutboundBytes: Int = 256 * 1024 * 1024
     /// Whether commits are fsynced (survive power loss) or only written (survive a process crash).
     public var fsync: Bool = true
     /// Longest a graceful shutdown waits for connections to close and hand over their onDisconnect

@@ -12,4 +12,6 @@ enum ServerLimit: String, CaseIterable, Sendable {
     case onDisconnectBytes = "on_disconnect_bytes"
     /// ``ServerConfiguration/maxPendingOutboundBytes``: a realtime connection that does not read.
     case pendingOutboundBytes = "pending_outbound_bytes"
+    /// ``ServerConfiguration/maxTotalPendingOutboundBytes``: a reader closed to make room.
+    case totalPendingOutboundBytes = "total_pending_outbound_bytes"
 }

@@ -1,9 +1,10 @@
-import CanopyServer
 import CanopyTesting
 import Foundation
 import Testing
 import Transport
 import Tree
+
+@testable import CanopyServer
 
 /// What one realtime connection can make the server hold: its listens and its onDisconnect
 /// operations are capped, with answers that say why, and what it holds within the caps keeps working.
@@ -91,6 +92,48 @@ import Tree
             #expect((server.metric(#"canopy_limit_trips_total{limit="pending_outbound_bytes"}"#) ?? 0) >= 1)
             #expect(server.metric("canopy_listeners_active") == 0)
             try await writer.put("after", 1)
+            await writer.close()
+        }
+    }
+}
+
+/// Readers that stall together are bounded by one total, whatever each one's own cap.
+@Suite struct OutboundBudgetTests {
+    @Test func stalledReadersAreClosedWhenTogetherTheyHoldTooMuch() async throws {
+        // Each reader's own cap is far above what this test sends; only the total can close them.
+        let configure: (inout ServerConfiguration) -> Void = {
+            $0.maxPendingOutboundBytes = 512 * 1024 * 1024
+            $0.maxTotalPendingOutboundBytes = 2 * 1024 * 1024
+            $0.heartbeatInterval = .seconds(120)
+            $0.sseKeepaliveInterval = .seconds(600)
+        }
+        try await withTestServer(configure: configure) { server in
+            let writer = try await RealtimeTestClient.connect(to: server)
+            try await writer.put("hot", "start")
+            var stalled: [RealtimeTestClient] = []
+            for _ in 0..<3 {
+                let client = try await RealtimeTestClient.connect(to: server)
+                try await client.listen("hot")
+                try await client.vanish()
+                stalled.append(client)
+            }
+            let stream = try StalledClient(
+                port: server.port,
+                request: "GET /hot.json?ns=test HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
+            defer { stream.close() }
+            #expect(await server.waitForOpenConnections(5, timeout: .seconds(10)))
+
+            let big = JSONValue.string(String(repeating: "x", count: 100_000))
+            for index in 0..<600 {
+                try await writer.put("hot", ["n": .number(Double(index)), "blob": big])
+                if await server.waitForOpenConnections(1, timeout: .zero) { break }
+            }
+            #expect(await server.waitForOpenConnections(1, timeout: .seconds(20)), "stalled readers are still open")
+            #expect((server.metric(#"canopy_limit_trips_total{limit="total_pending_outbound_bytes"}"#) ?? 0) >= 4)
+            #expect((server.metric(#"canopy_limit_trips_total{limit="pending_outbound_bytes"}"#) ?? 0) == 0)
+            #expect(server.server.outboundBudget.total == 0)
+            try await writer.put("after", 1)
+            for client in stalled { await client.close() }
             await writer.close()
         }
     }
