@@ -83,6 +83,19 @@ struct CanopyServerCommand: AsyncParsableCommand {
 
     @Option(
         help: """
+            Most sorted indexes a node keeps for queries ordered by priority, value or a child; one more \
+            drops the least recently used. (CANOPY_MAX_QUERY_INDEXES_PER_NODE)
+            """)
+    var maxQueryIndexesPerNode: Int = env("CANOPY_MAX_QUERY_INDEXES_PER_NODE").flatMap(Int.init) ?? 8
+
+    @Option(
+        help: """
+            Seconds a query index no query uses is kept. (CANOPY_QUERY_INDEX_IDLE_TIMEOUT)
+            """)
+    var queryIndexIdleTimeout: Double = env("CANOPY_QUERY_INDEX_IDLE_TIMEOUT").flatMap(Double.init) ?? 60
+
+    @Option(
+        help: """
             Most listens one realtime connection may hold; more are refused (too_many_listens). \
             (CANOPY_MAX_LISTENS_PER_CONNECTION)
             """)
@@ -169,6 +182,10 @@ struct CanopyServerCommand: AsyncParsableCommand {
         guard maxTotalPendingOutboundBytes >= 65536 else {
             throw ValidationError("--max-total-pending-outbound-bytes must be at least 65536")
         }
+        guard maxQueryIndexesPerNode >= 1 else {
+            throw ValidationError("--max-query-indexes-per-node must be at least 1")
+        }
+        guard queryIndexIdleTimeout > 0 else { throw ValidationError("--query-index-idle-timeout must be positive") }
         guard maxListensPerConnection >= 1 else {
             throw ValidationError("--max-listens-per-connection must be at least 1")
         }
@@ -199,6 +216,8 @@ struct CanopyServerCommand: AsyncParsableCommand {
         configuration.createsNamespaces = createNamespaces ?? envFlag("CANOPY_CREATE_NAMESPACES")
         configuration.maxOpenNamespaces = maxOpenNamespaces
         configuration.maxListensPerConnection = maxListensPerConnection
+        configuration.maxQueryIndexesPerNode = maxQueryIndexesPerNode
+        configuration.queryIndexIdleTimeout = .milliseconds(Int(queryIndexIdleTimeout * 1000))
         configuration.maxTotalPendingOutboundBytes = maxTotalPendingOutboundBytes
         configuration.maxOnDisconnectBytes = maxOnDisconnectBytes
         configuration.namespaceIdleTimeout = .milliseconds(Int(namespaceIdleTimeout * 1000))

@@ -7,6 +7,7 @@ import NIOCore
 import Rules
 import ServiceLifecycle
 import Synchronization
+import Tree
 import UnixSignals
 
 #if canImport(Glibc)
@@ -93,6 +94,8 @@ public struct CanopyServer: Sendable {
         handleSignals: Bool = false, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
         try configuration.prepareDataDirectory()
+        IndexRetention.maxPerNode = configuration.maxQueryIndexesPerNode
+        IndexRetention.unusedLifetime = configuration.queryIndexIdleTimeout
         try await prepareAuthentication()
         let application = makeApplication(onRunning: onRunning)
         // A service group shuts its services down in reverse order, each after the one behind it.

@@ -1,4 +1,5 @@
 public import Auth
+import Tree
 
 /// How a ``CanopyServer`` runs. Every field has a working default.
 public struct ServerConfiguration: Sendable {
@@ -41,6 +42,13 @@ public struct ServerConfiguration: Sendable {
     /// event streams holding at least 64 KiB each); past it the one stalled for the longest is
     /// closed first, until the total is back under.
     public var maxTotalPendingOutboundBytes: Int = 256 * 1024 * 1024
+    /// Most sorted indexes a node keeps for queries ordered by priority, value or a child (they
+    /// cost every write below the node O(log n) each); building one more drops the one used least
+    /// recently. Process-wide: it sets ``IndexRetention/maxPerNode`` when the server runs.
+    public var maxQueryIndexesPerNode: Int = 8
+    /// An index no query used for this long is dropped by the next write to its node.
+    /// Process-wide: it sets ``IndexRetention/unusedLifetime`` when the server runs.
+    public var queryIndexIdleTimeout: Duration = .seconds(60)
     /// Whether commits are fsynced (survive power loss) or only written (survive a process crash).
     public var fsync: Bool = true
     /// Longest a graceful shutdown waits for connections to close and hand over their onDisconnect

@@ -271,10 +271,10 @@ extension Node: Equatable {
 
     struct Cache {
         var hash: String?
-        var indexes: [Index: IndexedChildren]
+        var indexes: [Index: BuiltIndex]
     }
 
-    init(children: ChildMap, priority: Priority?, prioritizedChildren: Int, indexes: [Index: IndexedChildren]) {
+    init(children: ChildMap, priority: Priority?, prioritizedChildren: Int, indexes: [Index: BuiltIndex]) {
         self.children = children
         self.priority = priority
         self.prioritizedChildren = prioritizedChildren
@@ -288,17 +288,24 @@ extension Node: Equatable {
         self.init(children: children, priority: priority, prioritizedChildren: count, indexes: [:])
     }
 
-    var indexSnapshot: [Index: IndexedChildren] { cache.withLock { $0.indexes } }
+    var indexSnapshot: [Index: BuiltIndex] { cache.withLock { $0.indexes } }
 
     /// This storage with child `key` changed from `old` to `new` (`new` not empty, or `old` present),
-    /// carrying every built index along in O(log n) each.
+    /// carrying every built index a query used lately along in O(log n) each (see ``IndexRetention``).
     func updating(key: ChildKey, old: Node?, new: Node, map: ChildMap) -> ChildrenStorage {
         var indexes = indexSnapshot
-        for (index, sorted) in indexes {
-            var updated = sorted
-            if let old { updated = updated.removing(NamedNode(name: key, node: old)) }
-            if !new.isEmpty { updated = updated.inserting(NamedNode(name: key, node: new), ()) }
-            indexes[index] = updated
+        if !indexes.isEmpty {
+            let expired = IndexRetention.now() - IndexRetention.unusedLifetime
+            for (index, built) in indexes {
+                guard built.lastUsed >= expired else {
+                    indexes[index] = nil
+                    continue
+                }
+                var updated = built.children
+                if let old { updated = updated.removing(NamedNode(name: key, node: old)) }
+                if !new.isEmpty { updated = updated.inserting(NamedNode(name: key, node: new), ()) }
+                indexes[index] = BuiltIndex(children: updated, lastUsed: built.lastUsed)
+            }
         }
         let count = prioritizedChildren - (old?.priority != nil ? 1 : 0) + (new.priority != nil ? 1 : 0)
         return ChildrenStorage(children: map, priority: priority, prioritizedChildren: count, indexes: indexes)
@@ -326,14 +333,29 @@ extension Node: Equatable {
     }
 
     /// The children sorted by `index`, built on first use in O(n log n) and kept for this node's
-    /// lifetime (and carried to nodes derived from it by updates).
+    /// lifetime (and carried to nodes derived from it by updates while queries use it; see
+    /// ``IndexRetention``).
     func sorted(by index: Index) -> IndexedChildren {
-        if let built = cache.withLock({ $0.indexes[index] }) { return built }
+        let now = IndexRetention.now()
+        let found = cache.withLock { cache -> IndexedChildren? in
+            guard let built = cache.indexes[index]?.children else { return nil }
+            cache.indexes[index]?.lastUsed = now
+            return built
+        }
+        if let found { return found }
         var all = children.map { NamedNode(name: $0.key, node: $0.value) }
         let order = IndexOrder(index)
         all.sort { order.compare($0, $1) < 0 }
         let built = IndexedChildren(sorted: all.lazy.map { ($0, ()) }, order: order)
-        cache.withLock { $0.indexes[index] = built }
+        let limit = IndexRetention.maxPerNode
+        cache.withLock { cache in
+            while cache.indexes.count >= limit,
+                let oldest = cache.indexes.min(by: { $0.value.lastUsed < $1.value.lastUsed })?.key
+            {
+                cache.indexes[oldest] = nil
+            }
+            cache.indexes[index] = BuiltIndex(children: built, lastUsed: now)
+        }
         return built
     }
 }

@@ -138,3 +138,30 @@ import Tree
         }
     }
 }
+
+/// Any client may order a query by any child; what the indexes it makes the server build cost
+/// stays bounded per node.
+@Suite struct QueryIndexLimitTests {
+    @Test func queriesByManyChildrenLeaveAtMostTheCapOfIndexesOnANode() async throws {
+        try await withTestServer { server in
+            let fields = (0..<12).map { "f\($0)" }
+            var players: [String: JSONValue] = [:]
+            for index in 0..<20 {
+                players["p\(index)"] = .object(
+                    Dictionary(uniqueKeysWithValues: fields.map { ($0, JSONValue.number(Double(index))) }))
+            }
+            let put = try await server.http(.PUT, "/players.json?ns=test", body: JSONValue.object(players).serialized())
+            #expect(put.status == 200)
+            for field in fields {
+                let query = TestServer.query(["orderBy": "\"\(field)\"", "limitToFirst": "1"])
+                let answer = try await server.http(.GET, "/players.json" + query + "&ns=test")
+                #expect(answer.json == ["p0": players["p0"] ?? .null])
+            }
+            let lease = try await server.server.databases.lease("test")
+            let node = await lease.database.root.child(at: "players")
+            lease.release()
+            let built = fields.filter { node.hasBuiltIndex(.child(Path($0))) }
+            #expect(built == Array(fields.suffix(server.configuration.maxQueryIndexesPerNode)))
+        }
+    }
+}

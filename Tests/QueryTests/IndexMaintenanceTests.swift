@@ -55,6 +55,41 @@ struct IndexMaintenanceTests {
         #expect(Self.keys(node, reverse: true) == Self.keys(node).reversed())
     }
 
+    @Test func aNodeKeepsAtMostMaxPerNodeIndexesDroppingTheLeastRecentlyUsed() throws {
+        let limit = IndexRetention.maxPerNode
+        let names = (0...limit + 1).map { "f\($0)" }
+        let fields = names.map { Path($0) }
+        var children: [String: JSONValue] = [:]
+        for key in ["a", "b", "c"] {
+            children[key] = .object(Dictionary(uniqueKeysWithValues: names.map { ($0, JSONValue.string(key)) }))
+        }
+        let node = try Node(json: .object(children))
+        for field in fields { _ = Self.queried(node, .child(field)) }
+        let built = fields.filter { node.hasBuiltIndex(.child($0)) }
+        #expect(built == Array(fields.suffix(limit)))
+        // A query keeps its index recent: the next one built drops another.
+        _ = Self.queried(node, .child(fields[2]))
+        _ = Self.queried(node, .child(fields[0]))
+        #expect(node.hasBuiltIndex(.child(fields[2])) && node.hasBuiltIndex(.child(fields[0])))
+        #expect(!node.hasBuiltIndex(.child(fields[3])))
+        #expect(fields.filter { node.hasBuiltIndex(.child($0)) }.count == limit)
+    }
+
+    @Test func anIndexNoQueryUsedForItsLifetimeIsNotCarriedByUpdates() throws {
+        let node = Self.queried(Self.mixed)
+        let soon = try IndexRetention.$clockOffset.withValue(IndexRetention.unusedLifetime - .seconds(1)) {
+            node.updatingChild("z", to: try Node(json: ["score": 1]))
+        }
+        #expect(soon.hasBuiltIndex(Self.score))
+        let later = try IndexRetention.$clockOffset.withValue(IndexRetention.unusedLifetime + .seconds(1)) {
+            node.updatingChild("z", to: try Node(json: ["score": 1]))
+        }
+        #expect(!later.hasBuiltIndex(Self.score))
+        // Queried again, it is built again, in order.
+        #expect(Self.keys(later).first == "c")
+        #expect(later.hasBuiltIndex(Self.score))
+    }
+
     @Test func changingAChildsScoreMovesItInTheCarriedIndex() throws {
         let node = Self.queried(Self.mixed)
         let moved = node.updatingChild("b", to: try Node(json: ["score": -10]))
