@@ -75,6 +75,13 @@ struct CanopyServerCommand: AsyncParsableCommand {
 
     @Option(
         help: """
+            Bytes of one realtime connection's requests waiting to be handled past which it is not read \
+            until they were. (CANOPY_MAX_PENDING_REQUEST_BYTES)
+            """)
+    var maxPendingRequestBytes: Int = env("CANOPY_MAX_PENDING_REQUEST_BYTES").flatMap(Int.init) ?? 4 * 1024 * 1024
+
+    @Option(
+        help: """
             Most bytes queued for all readers that do not keep up, together; past it the one stalled for \
             the longest is closed first. (CANOPY_MAX_TOTAL_PENDING_OUTBOUND_BYTES)
             """)
@@ -179,6 +186,9 @@ struct CanopyServerCommand: AsyncParsableCommand {
         guard maxPendingOutboundBytes >= 65536 else {
             throw ValidationError("--max-pending-outbound-bytes must be at least 65536")
         }
+        guard maxPendingRequestBytes >= 65536 else {
+            throw ValidationError("--max-pending-request-bytes must be at least 65536")
+        }
         guard maxTotalPendingOutboundBytes >= 65536 else {
             throw ValidationError("--max-total-pending-outbound-bytes must be at least 65536")
         }
@@ -219,6 +229,7 @@ struct CanopyServerCommand: AsyncParsableCommand {
         configuration.maxQueryIndexesPerNode = maxQueryIndexesPerNode
         configuration.queryIndexIdleTimeout = .milliseconds(Int(queryIndexIdleTimeout * 1000))
         configuration.maxTotalPendingOutboundBytes = maxTotalPendingOutboundBytes
+        configuration.maxPendingRequestBytes = maxPendingRequestBytes
         configuration.maxOnDisconnectBytes = maxOnDisconnectBytes
         configuration.namespaceIdleTimeout = .milliseconds(Int(namespaceIdleTimeout * 1000))
         configuration.heartbeatInterval = .milliseconds(Int(heartbeatInterval * 1000))

@@ -48,6 +48,10 @@ final class RealtimeConnection: Subscriber, FlushTarget {
 
     private struct Inbox {
         var queue: [Inbound] = []
+        /// Bytes of the requests in `queue`.
+        var queuedBytes = 0
+        /// Set while reading is paused because `queuedBytes` passed the high-water mark.
+        var readingPaused = false
         var draining = true
         var database: Database?
         /// Held from the hello until the connection's onDisconnect writes were handed over.
@@ -142,8 +146,38 @@ final class RealtimeConnection: Subscriber, FlushTarget {
         }
     }
 
-    /// Queues one assembled message (called on the event loop, in arrival order).
-    func receive(_ text: String) { enqueue(.message(text)) }
+    /// Queues one assembled message (called on the event loop, in arrival order). Past
+    /// ``ServerConfiguration/maxPendingRequestBytes`` of requests waiting, the connection stops
+    /// reading until they were handled.
+    func receive(_ text: String) {
+        let highWater = server.configuration.maxPendingRequestBytes
+        let pause = inbox.withLock { inbox -> Bool in
+            inbox.queuedBytes += text.utf8.count
+            guard inbox.queuedBytes > highWater, !inbox.readingPaused else { return false }
+            inbox.readingPaused = true
+            return true
+        }
+        enqueue(.message(text))
+        if pause {
+            server.metrics.tripped(.pendingRequestBytes)
+            try? channel.syncOptions?.setOption(.autoRead, value: false)
+        }
+    }
+
+    /// Reads again once the requests that paused reading were handled (after each batch).
+    private func resumeReadingIfHandled() {
+        let resume = inbox.withLock { inbox -> Bool in
+            guard inbox.readingPaused, inbox.queuedBytes == 0 else { return false }
+            inbox.readingPaused = false
+            return true
+        }
+        guard resume else { return }
+        let channel = channel
+        channel.eventLoop.execute {
+            try? channel.syncOptions?.setOption(.autoRead, value: true)
+            channel.read()
+        }
+    }
 
     /// The socket closed.
     func channelClosed() { enqueue(.closed) }
@@ -164,9 +198,13 @@ final class RealtimeConnection: Subscriber, FlushTarget {
         while true {
             inbox.withLock { inbox in
                 swap(&batch, &inbox.queue)
+                inbox.queuedBytes = 0
                 if batch.isEmpty { inbox.draining = false }
             }
-            if batch.isEmpty { return }
+            if batch.isEmpty {
+                resumeReadingIfHandled()
+                return
+            }
             var texts: [String] = []
             for item in batch {
                 switch item {
@@ -186,6 +224,7 @@ final class RealtimeConnection: Subscriber, FlushTarget {
             }
             if let database, !isRetired { await server.handle(texts, on: self, database: database) }
             batch.removeAll(keepingCapacity: true)
+            resumeReadingIfHandled()
         }
     }
 

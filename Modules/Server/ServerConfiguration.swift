@@ -29,6 +29,9 @@ public struct ServerConfiguration: Sendable {
     public var sseKeepaliveInterval: Duration = .seconds(30)
     /// Largest realtime message or REST body accepted, in bytes.
     public var maxMessageBytes: Int = 16 * 1024 * 1024
+    /// Bytes of one realtime connection's requests waiting to be handled past which the server stops
+    /// reading from it (TCP then slows the client down) until they were handled.
+    public var maxPendingRequestBytes: Int = 4 * 1024 * 1024
     /// Most bytes queued for a realtime connection that does not read them (a stalled or too slow
     /// client); past it the server closes the connection, which runs its onDisconnect writes.
     public var maxPendingOutboundBytes: Int = 64 * 1024 * 1024

@@ -10,6 +10,8 @@ enum ServerLimit: String, CaseIterable, Sendable {
     case listensPerConnection = "listens_per_connection"
     /// ``ServerConfiguration/maxOnDisconnectBytes``.
     case onDisconnectBytes = "on_disconnect_bytes"
+    /// ``ServerConfiguration/maxPendingRequestBytes``: a realtime connection stopped being read.
+    case pendingRequestBytes = "pending_request_bytes"
     /// ``ServerConfiguration/maxPendingOutboundBytes``: a realtime connection that does not read.
     case pendingOutboundBytes = "pending_outbound_bytes"
     /// ``ServerConfiguration/maxTotalPendingOutboundBytes``: a reader closed to make room.

@@ -165,3 +165,23 @@ import Tree
         }
     }
 }
+
+/// A client that sends faster than its requests are handled is read no faster than that.
+@Suite struct ReadBackpressureTests {
+    @Test func aClientFloodingRequestsIsReadAsFastAsTheyAreHandledAndAllAreAnswered() async throws {
+        try await withTestServer(configure: { $0.maxPendingRequestBytes = 128 * 1024 }) { server in
+            let client = try await RealtimeTestClient.connect(to: server)
+            let value = JSONValue.string(String(repeating: "v", count: 10_000))
+            var numbers: [Int] = []
+            for index in 0..<2000 {
+                numbers.append(try await client.send(.put(path: "flood/\(index % 50)", data: value, hash: nil)))
+            }
+            for number in numbers {
+                #expect(try await client.response(to: number, timeout: .seconds(60)).isOK)
+            }
+            #expect((server.metric(#"canopy_limit_trips_total{limit="pending_request_bytes"}"#) ?? 0) >= 1)
+            #expect(try await client.get("flood/7") == value)
+            await client.close()
+        }
+    }
+}
