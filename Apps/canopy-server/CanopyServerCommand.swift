@@ -90,6 +90,13 @@ struct CanopyServerCommand: AsyncParsableCommand {
 
     @Option(
         help: """
+            Writes a namespace may have applied and not yet committed (a stalled or slow disk) before new \
+            writes are refused (unavailable, REST 503). (CANOPY_MAX_UNCOMMITTED_WRITES)
+            """)
+    var maxUncommittedWrites: Int = env("CANOPY_MAX_UNCOMMITTED_WRITES").flatMap(Int.init) ?? 100_000
+
+    @Option(
+        help: """
             Most sorted indexes a node keeps for queries ordered by priority, value or a child; one more \
             drops the least recently used. (CANOPY_MAX_QUERY_INDEXES_PER_NODE)
             """)
@@ -192,6 +199,7 @@ struct CanopyServerCommand: AsyncParsableCommand {
         guard maxTotalPendingOutboundBytes >= 65536 else {
             throw ValidationError("--max-total-pending-outbound-bytes must be at least 65536")
         }
+        guard maxUncommittedWrites >= 1 else { throw ValidationError("--max-uncommitted-writes must be at least 1") }
         guard maxQueryIndexesPerNode >= 1 else {
             throw ValidationError("--max-query-indexes-per-node must be at least 1")
         }
@@ -227,6 +235,7 @@ struct CanopyServerCommand: AsyncParsableCommand {
         configuration.maxOpenNamespaces = maxOpenNamespaces
         configuration.maxListensPerConnection = maxListensPerConnection
         configuration.maxQueryIndexesPerNode = maxQueryIndexesPerNode
+        configuration.maxUncommittedWrites = maxUncommittedWrites
         configuration.queryIndexIdleTimeout = .milliseconds(Int(queryIndexIdleTimeout * 1000))
         configuration.maxTotalPendingOutboundBytes = maxTotalPendingOutboundBytes
         configuration.maxPendingRequestBytes = maxPendingRequestBytes

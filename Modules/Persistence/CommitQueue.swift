@@ -48,6 +48,8 @@ public final class CommitQueue: Sendable {
 
     private struct State: Sendable {
         var pending: [Submission] = []
+        /// Writes submitted and not yet committed (waiting, or in the batch being committed).
+        var uncommittedWrites = 0
         var finished = false
         var running = false
         /// The committer, when it waits for work.
@@ -85,6 +87,7 @@ public final class CommitQueue: Sendable {
         let (accepted, waiter) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
             guard !state.finished else { return (false, nil) }
             state.pending.append(Submission(writes: writes, onDurable: onDurable))
+            state.uncommittedWrites += writes.count
             defer { state.waiter = nil }
             return (true, state.waiter)
         }
@@ -108,6 +111,8 @@ public final class CommitQueue: Sendable {
                 await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                     committer.async {
                         self.commit(batch)
+                        let written = batch.reduce(0) { $0 + $1.writes.count }
+                        self.state.withLock { $0.uncommittedWrites -= written }
                         done.resume()
                     }
                 }
@@ -133,6 +138,11 @@ public final class CommitQueue: Sendable {
     public func resume() {
         state.withLock { $0.halted = nil }
     }
+
+    /// Writes submitted and not committed yet (failed ones count until they are reported). A
+    /// submitter compares it with a bound of its own to refuse work while the store falls behind,
+    /// so that a stalled disk does not grow memory without bound.
+    public var uncommittedWrites: Int { state.withLock { $0.uncommittedWrites } }
 
     /// Whether a failure halted the queue and ``resume()`` was not called since.
     public var isHalted: Bool { state.withLock { $0.halted != nil } }

@@ -219,6 +219,8 @@ extension CanopyServer {
             return Self.json(body, status: .preconditionFailed, headers: headers, rest: rest)
         case .rejected(let error) where error == .permissionDenied:
             return Self.permissionDenied
+        case .rejected(let error) where error.status == "unavailable":
+            return Self.error(.serviceUnavailable, error.message)
         case .rejected(let error):
             return Self.error(.badRequest, error.message)
         }

@@ -32,6 +32,8 @@ actor Database {
     let name: String
     private(set) var root: Node
     private let commits: CommitQueue
+    /// Writes the store may fall behind before new writes are refused (`unavailable`).
+    private let maxUncommittedWrites: Int
     private let store: any ServerStore
     var listeners = ListenerTree()
     let metrics: ServerMetrics
@@ -63,9 +65,10 @@ actor Database {
     /// Opens the database; `rules`, when given (`canopy-server --rules`), replaces the stored rules.
     init(
         name: String, store: any ServerStore, commits: CommitQueue, metrics: ServerMetrics, logger: Logger,
-        rules override: StartupRules? = nil
+        rules override: StartupRules? = nil, maxUncommittedWrites: Int = .max
     ) throws {
         self.name = name
+        self.maxUncommittedWrites = maxUncommittedWrites
         self.store = store
         self.commits = commits
         self.metrics = metrics
@@ -180,6 +183,13 @@ actor Database {
         inCommitOrder { reply(.rejected(error)) }
     }
 
+    /// Answers a write refused because the store is behind at once: in commit order the refusal
+    /// would itself queue behind the stalled store, and a client could grow that queue without end.
+    private func refuseNow(_ error: WriteError, reply: @escaping @Sendable (WriteOutcome) -> Void) {
+        guard error.status == "unavailable" else { return refuse(error, reply: reply) }
+        reply(.rejected(error))
+    }
+
     /// Queues `writes` for commit: into the current turn's submission, or as a submission of their
     /// own outside a turn. `done` runs once they are durable (after `deliveries` went out) or failed.
     private func submit(
@@ -225,7 +235,7 @@ actor Database {
             return
         }
         if let refusal = refuseWhileRecovering() {
-            refuse(refusal, reply: reply)
+            refuseNow(refusal, reply: reply)
             return
         }
         guard maySet(path, to: node, caller: caller, at: context) else {
@@ -262,7 +272,7 @@ actor Database {
             return
         }
         if let refusal = refuseWhileRecovering() {
-            refuse(refusal, reply: reply)
+            refuseNow(refusal, reply: reply)
             return
         }
         guard mayUpdate(path, children: children.map { ($0.key, $0.value) }, caller: caller, at: context) else {
@@ -321,10 +331,20 @@ actor Database {
         return children
     }
 
+    /// Why a write cannot be taken now: the database recovers from a storage failure, or its store
+    /// has fallen ``maxUncommittedWrites`` writes behind (a stalled disk), which would otherwise
+    /// grow memory without bound.
     private func refuseWhileRecovering() -> WriteError? {
-        guard recovering else { return nil }
+        if recovering {
+            return WriteError(
+                status: "storage_error", message: "the database is recovering from a storage failure; retry shortly")
+        }
+        let behind = commits.uncommittedWrites
+        guard behind >= maxUncommittedWrites else { return nil }
+        metrics.tripped(.uncommittedWrites)
         return WriteError(
-            status: "storage_error", message: "the database is recovering from a storage failure; retry shortly")
+            status: "unavailable",
+            message: "the database is \(behind) writes behind its storage; retry shortly")
     }
 
     /// Whether a commit failure starts a recovery: a submission refused only because an earlier one

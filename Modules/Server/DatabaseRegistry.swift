@@ -151,7 +151,8 @@ actor DatabaseRegistry {
                     let database: Database
                     do {
                         database = try Database(
-                            name: name, store: store, commits: queue, metrics: metrics, logger: logger, rules: rules)
+                            name: name, store: store, commits: queue, metrics: metrics, logger: logger, rules: rules,
+                            maxUncommittedWrites: configuration.maxUncommittedWrites)
                     } catch {
                         try? store.close()
                         throw storageFailure(name, error, logger: logger)

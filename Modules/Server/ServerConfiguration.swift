@@ -52,6 +52,9 @@ public struct ServerConfiguration: Sendable {
     /// An index no query used for this long is dropped by the next write to its node.
     /// Process-wide: it sets ``IndexRetention/unusedLifetime`` when the server runs.
     public var queryIndexIdleTimeout: Duration = .seconds(60)
+    /// Writes a namespace may have applied and not yet committed (its disk stalled or slower than
+    /// the writes arriving) before new writes are refused with status `unavailable` (REST 503).
+    public var maxUncommittedWrites: Int = 100_000
     /// Whether commits are fsynced (survive power loss) or only written (survive a process crash).
     public var fsync: Bool = true
     /// Longest a graceful shutdown waits for connections to close and hand over their onDisconnect

@@ -6,6 +6,8 @@ enum ServerLimit: String, CaseIterable, Sendable {
     /// ``ServerConfiguration/createsNamespaces``: a request to a namespace that does not exist, where
     /// writes do not create namespaces.
     case namespaceCreation = "namespace_creation"
+    /// ``ServerConfiguration/maxUncommittedWrites``: a write refused while the store is behind.
+    case uncommittedWrites = "uncommitted_writes"
     /// ``ServerConfiguration/maxListensPerConnection``.
     case listensPerConnection = "listens_per_connection"
     /// ``ServerConfiguration/maxOnDisconnectBytes``.

@@ -1,3 +1,4 @@
+import Dispatch
 import Logging
 import Persistence
 import Query
@@ -150,5 +151,74 @@ struct StorageFailureTests {
             #expect(stored)
             #expect(try store.loadTree() == (try Node(json: ["kept": 1, "after": 4])))
         }
+    }
+}
+
+/// A store whose commits wait until ``release()``: a stalled disk.
+final class StalledStore: ServerStore {
+    private let inner = InMemoryServerStore()
+    private let gate = DispatchSemaphore(value: 0)
+    private let stalled = Atomic(true)
+
+    func release() {
+        stalled.store(false, ordering: .sequentiallyConsistent)
+        gate.signal()
+    }
+
+    func loadTree() throws -> Node { inner.loadTree() }
+
+    func commit(_ writes: [StoredWrite]) throws {
+        if stalled.load(ordering: .sequentiallyConsistent) {
+            gate.wait()
+            gate.signal()
+        }
+        try inner.commit(writes)
+    }
+
+    func setting(_ name: String) throws -> JSONValue? { inner.setting(name) }
+    func setSetting(_ name: String, _ value: JSONValue?) throws { inner.setSetting(name, value) }
+}
+
+struct StalledStoreTests {
+    @Test func writesAreRefusedWhileTheStoreIsTooFarBehindAndAcceptedOnceItCatchesUp() async throws {
+        let store = StalledStore()
+        let logger = Logger(label: "test")
+        let queue = CommitQueue(store: store, logger: logger)
+        let committer = Task { await queue.run() }
+        defer {
+            queue.finish()
+            committer.cancel()
+        }
+        let metrics = ServerMetrics()
+        let database = try Database(
+            name: "test", store: store, commits: queue, metrics: metrics, logger: logger, maxUncommittedWrites: 5)
+        let accepted = (0..<5).map { index in
+            Task { await StorageFailureTests.set(database, Path("w/\(index)"), .number(Double(index))) }
+        }
+        while queue.uncommittedWrites < 5 { try await Task.sleep(for: .milliseconds(5)) }
+
+        // The store holds five writes it has not committed: the next is refused at once.
+        guard case .rejected(let error) = await StorageFailureTests.set(database, "w/late", 1) else {
+            Issue.record("a write was taken while the store was five writes behind")
+            return
+        }
+        #expect(error.status == "unavailable")
+        #expect(error.message == "the database is 5 writes behind its storage; retry shortly")
+        #expect(metrics.exposition().contains(#"canopy_limit_trips_total{limit="uncommitted_writes"} 1"#))
+
+        store.release()
+        for task in accepted {
+            guard case .ok = await task.value else {
+                Issue.record("a write taken before the stall was not stored")
+                return
+            }
+        }
+        #expect(queue.uncommittedWrites == 0)
+        guard case .ok = await StorageFailureTests.set(database, "w/late", 1) else {
+            Issue.record("a write after the store caught up was refused")
+            return
+        }
+        let stored = await database.read("w", params: .default, caller: .admin)
+        #expect(stored.map { Array($0.children(in: .key)).count } == 6)
     }
 }
