@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOPosix
 import Persistence
 import Prometheus
 import Query
@@ -361,10 +362,12 @@ actor Database {
         commits.submit([]) { _ in Task { await self.reloadFromStore() } }
     }
 
-    /// Replaces the tree with the stored one and pushes what changed back to listeners.
-    private func reloadFromStore() {
+    /// Replaces the tree with the stored one and pushes what changed back to listeners. The tree is
+    /// read on NIO's blocking thread pool; writes stay refused meanwhile (`recovering`).
+    private func reloadFromStore() async {
+        let store = store
         do {
-            let stored = try store.loadTree()
+            let stored = try await NIOThreadPool.singleton.runIfActive { try store.loadTree() }
             let old = root
             root = stored
             for (subscriber, push) in fanOut(at: .root, old: old, new: stored, merge: nil) { subscriber.deliver(push) }
@@ -378,7 +381,7 @@ actor Database {
             logger.error("reloading after a storage failure failed", metadata: ["error": "\(error)"])
             Task {
                 try? await Task.sleep(for: .seconds(1))
-                self.reloadFromStore()
+                await self.reloadFromStore()
             }
         }
     }
