@@ -21,6 +21,9 @@ public final class ServerProcess: Sendable {
     /// `http://127.0.0.1:PORT`.
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
+    /// The process id (for reading what it holds from `/proc`).
+    public var pid: Int32 { process.processIdentifier }
+
     /// The realtime URL for `namespace`.
     public func webSocketURL(namespace: String) -> String { "ws://127.0.0.1:\(port)/.ws?v=5&ns=\(namespace)" }
 
