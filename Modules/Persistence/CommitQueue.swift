@@ -1,6 +1,7 @@
 import Dispatch
 public import Logging
 import Synchronization
+public import Tree
 
 /// Batches submitted writes into as few transactions as possible, in submission order
 /// (group commit): with ``Durability/full`` the store pays one fsync per batch, not per write.
@@ -43,6 +44,8 @@ public final class CommitQueue: Sendable {
 
     private struct Submission: Sendable {
         var writes: [StoredWrite]
+        /// A settings document to store instead of writes (always a batch of its own).
+        var setting: (name: String, value: JSONValue?)?
         var onDurable: Completion
     }
 
@@ -86,13 +89,30 @@ public final class CommitQueue: Sendable {
     public func submit(_ writes: [StoredWrite], onDurable: @escaping Completion) {
         let (accepted, waiter) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
             guard !state.finished else { return (false, nil) }
-            state.pending.append(Submission(writes: writes, onDurable: onDurable))
+            state.pending.append(Submission(writes: writes, setting: nil, onDurable: onDurable))
             state.uncommittedWrites += writes.count
             defer { state.waiter = nil }
             return (true, state.waiter)
         }
         guard accepted else {
             onDurable(.failure(StoreError.queueFinished))
+            return
+        }
+        waiter?.resume()
+    }
+
+    /// Stores settings document `name` (`nil` removes it) in submission order, after the writes
+    /// submitted before it and before those submitted after; `onDone` runs as ``submit(_:onDurable:)``'s
+    /// does. A setting that fails does not halt the queue: writes do not depend on it.
+    public func submitSetting(_ name: String, _ value: JSONValue?, onDone: @escaping Completion) {
+        let (accepted, waiter) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
+            guard !state.finished else { return (false, nil) }
+            state.pending.append(Submission(writes: [], setting: (name, value), onDurable: onDone))
+            defer { state.waiter = nil }
+            return (true, state.waiter)
+        }
+        guard accepted else {
+            onDone(.failure(StoreError.queueFinished))
             return
         }
         waiter?.resume()
@@ -172,6 +192,10 @@ public final class CommitQueue: Sendable {
         var count = 0
         var end = state.pending.startIndex
         for submission in state.pending {
+            if submission.setting != nil {
+                if end == state.pending.startIndex { end += 1 }
+                break
+            }
             if end > state.pending.startIndex, count + submission.writes.count > maxBatch { break }
             count += submission.writes.count
             end += 1
@@ -189,6 +213,17 @@ public final class CommitQueue: Sendable {
     private func commit(_ batch: [Submission]) {
         if let halted = state.withLock({ $0.halted }) {
             for submission in batch { submission.onDurable(.failure(halted)) }
+            return
+        }
+        if batch.count == 1, let setting = batch[0].setting {
+            do {
+                try store.setSetting(setting.name, setting.value)
+            } catch {
+                logger.error("Storing a setting failed", metadata: ["setting": "\(setting.name)", "error": "\(error)"])
+                batch[0].onDurable(.failure(error))
+                return
+            }
+            batch[0].onDurable(.success(()))
             return
         }
         var writes: [StoredWrite] = []

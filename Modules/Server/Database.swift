@@ -409,10 +409,20 @@ actor Database {
 
     /// Replaces the rules by `document` (parsed from `text`) once stored; if the store refuses it, the
     /// rules in force stay as they were. Listeners the new rules no longer allow are revoked.
+    ///
+    /// The rules are stored through the commit queue, on its thread and in order with the writes, not
+    /// on this actor; they take effect once stored.
     func setRules(_ document: RulesDocument, text: String, reply: @escaping @Sendable ((any Error)?) -> Void) {
-        do {
-            try store.setSetting("rules", .string(text))
-        } catch {
+        commits.submitSetting("rules", .string(text)) { result in
+            Task { await self.rulesStored(document, text: text, result: result, reply: reply) }
+        }
+    }
+
+    private func rulesStored(
+        _ document: RulesDocument, text: String, result: Result<Void, any Error>,
+        reply: @Sendable ((any Error)?) -> Void
+    ) {
+        if case .failure(let error) = result {
             reply(error)
             return
         }

@@ -93,6 +93,12 @@ struct StorageFailureTests {
         let store = FailingStore()
         let logger = Logger(label: "test")
         let queue = CommitQueue(store: store, logger: logger)
+        // Rules are stored by the commit queue's committer.
+        let committer = Task { await queue.run() }
+        defer {
+            queue.finish()
+            committer.cancel()
+        }
         let database = try Database(
             name: "test", store: store, commits: queue, metrics: ServerMetrics(), logger: logger)
         let good = #"{"rules": {".read": true, ".write": false}}"#

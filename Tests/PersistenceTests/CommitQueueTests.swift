@@ -178,4 +178,46 @@ struct CommitQueueTests {
         #expect(committed.withLock { $0 })
         #expect(store.loadTree() == Node(children: [(ChildKey("a"), Node(.bool(true)))]))
     }
+
+    /// Records the order of the store's calls; refuses settings named `refused`.
+    private final class OrderedStore: ServerStore {
+        let inner = InMemoryServerStore()
+        let calls = Mutex<[String]>([])
+        struct Refused: Error {}
+
+        func loadTree() throws -> Node { inner.loadTree() }
+        func commit(_ writes: [StoredWrite]) throws {
+            calls.withLock { $0.append("commit " + writes.map(\.path.description).joined(separator: ",")) }
+            try inner.commit(writes)
+        }
+        func setting(_ name: String) throws -> JSONValue? { inner.setting(name) }
+        func setSetting(_ name: String, _ value: JSONValue?) throws {
+            calls.withLock { $0.append("setting \(name)") }
+            if name == "refused" { throw Refused() }
+            inner.setSetting(name, value)
+        }
+    }
+
+    @Test func settingsAreStoredInOrderWithWritesAndAFailedOneDoesNotHalt() async throws {
+        let store = OrderedStore()
+        let queue = CommitQueue(store: store, logger: logger)
+        let outcomes = Mutex<[String]>([])
+        func record(_ name: String) -> CommitQueue.Completion {
+            { result in outcomes.withLock { $0.append(name + ((try? result.get()) != nil ? " ok" : " failed")) } }
+        }
+        // Submitted before the committer runs, so that they could all share one batch.
+        queue.submit([StoredWrite(path: "a", node: Node(.number(1)))], onDurable: record("a"))
+        queue.submitSetting("rules", .string("{}"), onDone: record("rules"))
+        queue.submit([StoredWrite(path: "b", node: Node(.number(2)))], onDurable: record("b"))
+        queue.submitSetting("refused", .null, onDone: record("refused"))
+        queue.submit([StoredWrite(path: "c", node: Node(.number(3)))], onDurable: record("c"))
+        let committer = Task { await queue.run() }
+        queue.finish()
+        await committer.value
+        #expect(
+            store.calls.withLock { $0 } == ["commit /a", "setting rules", "commit /b", "setting refused", "commit /c"])
+        #expect(outcomes.withLock { $0 } == ["a ok", "rules ok", "b ok", "refused failed", "c ok"])
+        #expect(store.inner.setting("rules") == .string("{}"))
+        #expect(!queue.isHalted)
+    }
 }
