@@ -60,24 +60,32 @@ extension TestServer {
     /// Opens a plain TCP connection, sends `bytes` exactly as given (while reading, so a server that
     /// answers before reading everything is heard), and reads until the server closes the
     /// connection or `timeout` passes. The client never closes its side first.
-    public func exchangeRaw(_ bytes: [UInt8], timeout: Duration = .seconds(10)) async throws -> RawHTTPExchange {
+    /// With `until`, it also stops once the text received contains it (the connection left open).
+    public func exchangeRaw(
+        _ bytes: [UInt8], timeout: Duration = .seconds(10), until marker: String? = nil
+    ) async throws -> RawHTTPExchange {
         let port = port
         return try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
-                continuation.resume(with: Result { try RawConnection.exchange(bytes, port: port, timeout: timeout) })
+                continuation.resume(
+                    with: Result { try RawConnection.exchange(bytes, port: port, timeout: timeout, until: marker) })
             }
         }
     }
 
-    /// ``exchangeRaw(_:timeout:)`` with text.
-    public func exchangeRaw(_ text: String, timeout: Duration = .seconds(10)) async throws -> RawHTTPExchange {
-        try await exchangeRaw(Array(text.utf8), timeout: timeout)
+    /// ``exchangeRaw(_:timeout:until:)`` with text.
+    public func exchangeRaw(
+        _ text: String, timeout: Duration = .seconds(10), until marker: String? = nil
+    ) async throws -> RawHTTPExchange {
+        try await exchangeRaw(Array(text.utf8), timeout: timeout, until: marker)
     }
 }
 
 /// Blocking socket calls for ``TestServer/exchangeRaw(_:timeout:)``, run on a thread of their own.
 private enum RawConnection {
-    static func exchange(_ bytes: [UInt8], port: Int, timeout: Duration) throws -> RawHTTPExchange {
+    static func exchange(
+        _ bytes: [UInt8], port: Int, timeout: Duration, until marker: String?
+    ) throws -> RawHTTPExchange {
         #if canImport(Glibc)
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
@@ -119,6 +127,7 @@ private enum RawConnection {
             let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
             if count > 0 {
                 received += buffer[0..<count]
+                if let marker, String(decoding: received, as: UTF8.self).contains(marker) { break }
             } else if count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
                 // End of stream, or a reset: either way the server closed the connection.
                 return RawHTTPExchange(text: String(decoding: received, as: UTF8.self), closedByServer: true)
