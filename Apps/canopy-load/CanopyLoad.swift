@@ -21,7 +21,10 @@ struct CanopyLoad: AsyncParsableCommand {
             connections work where the hard limit allows them (`ulimit -Hn`). It connects only to the \
             addresses it is given (--server, --redis) and to the servers it starts on 127.0.0.1.
             """,
-        subcommands: [Writes.self, Fanout.self, Storm.self, Idle.self, Baseline.self, Window.self])
+        subcommands: [
+            Writes.self, Fanout.self, Storm.self, Idle.self, Baseline.self, Window.self, SlowReaders.self,
+            ListenFlood.self,
+        ])
 
     /// Raises the open-file limit, then parses and runs the command as ArgumentParser's own `main` does.
     static func main() async {
@@ -55,11 +58,15 @@ struct ServerOptions: ParsableArguments {
         return (String(server[..<colon]), port)
     }
 
-    /// Opens one realtime connection whose messages go to the session `makeSession` builds.
-    func connect(_ makeSession: @escaping @Sendable () -> any LoadSession) async throws -> LoadConnection {
+    /// Opens one realtime connection whose messages go to the session `makeSession` builds
+    /// (`receiveBufferSize`: its socket's `SO_RCVBUF`, else the system's default).
+    func connect(
+        receiveBufferSize: Int? = nil, _ makeSession: @escaping @Sendable () -> any LoadSession
+    ) async throws -> LoadConnection {
         let (host, port) = try endpoint()
         return try await LoadConnection.connect(
-            host: host, port: port, uri: uri, group: MultiThreadedEventLoopGroup.singleton, makeSession: makeSession)
+            host: host, port: port, uri: uri, group: MultiThreadedEventLoopGroup.singleton,
+            receiveBufferSize: receiveBufferSize, makeSession: makeSession)
     }
 }
 
@@ -69,6 +76,9 @@ func report(_ line: String) {
 }
 
 func monotonicNanoseconds() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+/// Monotonic nanoseconds `seconds` from now.
+func deadline(seconds: Double) -> UInt64 { monotonicNanoseconds() + UInt64(seconds * 1e9) }
 
 func makeHistogram() -> Histogram<UInt64> {
     Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
@@ -130,6 +140,10 @@ enum Requests {
 
     static func listen(_ number: Int, path: String) -> String {
         #"{"t":"d","d":{"r":"# + String(number) + #","a":"q","b":{"p":""# + path + #"","h":""}}}"#
+    }
+
+    static func get(_ number: Int, path: String) -> String {
+        #"{"t":"d","d":{"r":"# + String(number) + #","a":"g","b":{"p":""# + path + #"","q":{}}}}"#
     }
 }
 

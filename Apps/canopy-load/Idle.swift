@@ -59,7 +59,7 @@ struct Idle: AsyncParsableCommand {
         await tally.waitForSessions(1)
         defer { warm.close() }
         try await Task.sleep(for: .seconds(1))
-        let before = try Self.rss(of: serverPid)
+        let before = try ProcessMemory.residentBytes(of: serverPid)
         console.line("idle: opening \(connections) connections to \(options.server)")
         let started = monotonicNanoseconds()
         let connections = connections
@@ -75,20 +75,11 @@ struct Idle: AsyncParsableCommand {
         defer { for connection in open { connection.close() } }
         let connectSeconds = Double(monotonicNanoseconds() - started) / 1e9
         try await Task.sleep(for: .seconds(2))
-        let after = try Self.rss(of: serverPid)
+        let after = try ProcessMemory.residentBytes(of: serverPid)
         return IdleReport(
             scenario: "idle", server: options.server, connections: connections, machine: machine,
             connectSeconds: connectSeconds, rssBeforeBytes: before, rssAfterBytes: after,
             bytesPerConnection: Double(after - before) / Double(connections))
-    }
-
-    /// The resident memory of process `pid` (VmRSS), in bytes.
-    private static func rss(of pid: Int32) throws -> Int {
-        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
-        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-            let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
-        else { throw ValidationError("cannot read VmRSS of process \(pid)") }
-        return kilobytes * 1024
     }
 }
 

@@ -19,9 +19,14 @@ protocol LoadSession: AnyObject {
 struct LoadOutput {
     fileprivate(set) var messages: [String] = []
     fileprivate(set) var close = false
+    fileprivate(set) var stopReading = false
 
     mutating func send(_ text: String) { messages.append(text) }
     mutating func closeConnection() { close = true }
+    /// Stops reading the socket after this read (the messages queued are still sent): the server's
+    /// later messages pile up in the kernel's buffers, then in the server, as with a stalled client.
+    /// ``LoadConnection/setReading(_:)`` reads again.
+    mutating func stopReadingSocket() { stopReading = true }
 }
 
 /// One realtime-protocol WebSocket connection of the load generator, on raw SwiftNIO.
@@ -32,16 +37,17 @@ final class LoadConnection: Sendable {
 
     /// Connects to `ws://host:port/uri` and hands every message to the session made by `makeSession`.
     ///
-    /// The upgrade is done by hand (``UpgradeHandler``): NIO's HTTP client upgrade builds and then
+    /// The upgrade is done by hand (``ResponseHeadHandler``): NIO's HTTP client upgrade builds and then
     /// removes an HTTP codec per connection, which cost the load generator about as much CPU per
     /// reconnect as the server spent, and a storm of 10,000 reconnects would measure the tool.
+    /// `receiveBufferSize` sets the socket's `SO_RCVBUF` before it connects (a small one makes a
+    /// client that stops reading stall the server's writes sooner).
     static func connect(
         host: String, port: Int, uri: String, group: any EventLoopGroup, connectTimeout: TimeAmount = .seconds(10),
-        makeSession: @escaping @Sendable () -> any LoadSession
+        receiveBufferSize: Int? = nil, makeSession: @escaping @Sendable () -> any LoadSession
     ) async throws -> LoadConnection {
-        let bootstrap = ClientBootstrap(group: group)
-            .connectTimeout(connectTimeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+        let bootstrap = Self.bootstrap(
+            group: group, connectTimeout: connectTimeout, receiveBufferSize: receiveBufferSize)
         let request =
             "GET \(uri) HTTP/1.1\r\nHost: \(host):\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Key: \(Self.randomKey())\r\nSec-WebSocket-Version: 13\r\nContent-Length: 0\r\n\r\n"
@@ -49,7 +55,7 @@ final class LoadConnection: Sendable {
             channel.eventLoop.makeCompletedFuture {
                 let upgraded = channel.eventLoop.makePromise(of: Void.self)
                 try channel.pipeline.syncOperations.addHandlers([
-                    UpgradeHandler(request: request, upgraded: upgraded),
+                    ResponseHeadHandler(request: request, expectedStatus: 101, headRead: upgraded),
                     ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: 1 << 24)),
                     NIOWebSocketFrameAggregator(
                         minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1 << 16, maxAccumulatedFrameSize: 1 << 24),
@@ -58,14 +64,7 @@ final class LoadConnection: Sendable {
                 return upgraded.futureResult.map { channel }
             }
         }
-        // An IP address is connected to directly: resolving it (getaddrinfo on a thread, then Happy
-        // Eyeballs) cost more than the rest of a connection's setup.
-        let upgraded =
-            if let address = try? SocketAddress(ipAddress: host, port: port) {
-                try await bootstrap.connect(to: address, channelInitializer: initializer)
-            } else {
-                try await bootstrap.connect(host: host, port: port, channelInitializer: initializer)
-            }
+        let upgraded = try await Self.connect(bootstrap, host: host, port: port, channelInitializer: initializer)
         do {
             return LoadConnection(channel: try await upgraded.get())
         } catch {
@@ -75,6 +74,29 @@ final class LoadConnection: Sendable {
 
     /// The channel, once the server answered the upgrade with 101.
     private typealias UpgradeResult = EventLoopFuture<any Channel>
+
+    /// A TCP client bootstrap with `TCP_NODELAY`, and `SO_RCVBUF` when `receiveBufferSize` is given.
+    static func bootstrap(
+        group: any EventLoopGroup, connectTimeout: TimeAmount = .seconds(10), receiveBufferSize: Int? = nil
+    ) -> ClientBootstrap {
+        let bootstrap = ClientBootstrap(group: group)
+            .connectTimeout(connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+        guard let receiveBufferSize else { return bootstrap }
+        return bootstrap.channelOption(.socketOption(.so_rcvbuf), value: SocketOptionValue(receiveBufferSize))
+    }
+
+    /// Connects `bootstrap` to `host:port`. An IP address is connected to directly: resolving it
+    /// (getaddrinfo on a thread, then Happy Eyeballs) cost more than the rest of a connection's setup.
+    static func connect<Output: Sendable>(
+        _ bootstrap: ClientBootstrap, host: String, port: Int,
+        channelInitializer: @escaping @Sendable (any Channel) -> EventLoopFuture<Output>
+    ) async throws -> Output {
+        if let address = try? SocketAddress(ipAddress: host, port: port) {
+            return try await bootstrap.connect(to: address, channelInitializer: channelInitializer)
+        }
+        return try await bootstrap.connect(host: host, port: port, channelInitializer: channelInitializer)
+    }
 
     /// A `Sec-WebSocket-Key`: 16 random bytes in base64.
     private static func randomKey() -> String {
@@ -94,6 +116,11 @@ final class LoadConnection: Sendable {
 
     func close() { channel.close(promise: nil) }
 
+    /// Reads the socket again after ``LoadOutput/stopReadingSocket()`` (or stops reading it).
+    func setReading(_ reading: Bool) async throws {
+        try await channel.setOption(.autoRead, value: reading).get()
+    }
+
     /// Cuts the connection at once, as a dropped network path would: no WebSocket close handshake,
     /// and a TCP reset (`SO_LINGER` 0) instead of an orderly close, so the server learns of it at once
     /// and no socket of this side lingers in TIME_WAIT.
@@ -107,22 +134,27 @@ final class LoadConnection: Sendable {
     }
 }
 
-/// The client's half of the WebSocket upgrade: writes the request once connected, waits for the
-/// end of the response's headers, checks for `101`, then passes every later byte on (the server's
-/// first frames may arrive in the same read as its headers).
-private final class UpgradeHandler: ChannelInboundHandler {
+/// The client's half of an HTTP exchange of which only the response's head matters (the WebSocket
+/// upgrade, an event stream): writes the request once connected, waits for the end of the
+/// response's headers, checks the status line for `expectedStatus` (`101`, `200`), then passes every
+/// later byte on (the server's first frames or events may arrive in the same read as its headers).
+final class ResponseHeadHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
     private let request: String
-    private let upgraded: EventLoopPromise<Void>
+    private let expectedStatus: Int
+    private let headRead: EventLoopPromise<Void>
     private var response: ByteBuffer?
-    private var isUpgraded = false
+    private var isDone = false
 
-    init(request: String, upgraded: EventLoopPromise<Void>) {
+    /// `headRead` succeeds once the head with the expected status was read, and fails with
+    /// ``LoadError/unexpectedResponse(_:)`` otherwise.
+    init(request: String, expectedStatus: Int, headRead: EventLoopPromise<Void>) {
         self.request = request
-        self.upgraded = upgraded
+        self.expectedStatus = expectedStatus
+        self.headRead = headRead
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -131,7 +163,7 @@ private final class UpgradeHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !isUpgraded else {
+        guard !isDone else {
             context.fireChannelRead(data)
             return
         }
@@ -145,24 +177,27 @@ private final class UpgradeHandler: ChannelInboundHandler {
         }
         let statusLine = String(
             decoding: view[view.startIndex..<(view.firstIndex(of: 13) ?? end.lowerBound)], as: UTF8.self)
-        guard statusLine.hasPrefix("HTTP/1.1 101") else {
+        guard statusLine.hasPrefix("HTTP/1.1 \(expectedStatus)") else {
             fail(context, statusLine)
             return
         }
-        isUpgraded = true
+        isDone = true
         response.moveReaderIndex(to: end.upperBound)
         self.response = nil
-        upgraded.succeed(())
+        headRead.succeed(())
         if response.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(response)) }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        if !isUpgraded { upgraded.fail(LoadError.notUpgraded("the connection closed before the upgrade")) }
+        if !isDone {
+            isDone = true
+            headRead.fail(LoadError.unexpectedResponse("the connection closed before the response's head"))
+        }
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        guard !isUpgraded else {
+        guard !isDone else {
             context.fireErrorCaught(error)
             return
         }
@@ -170,8 +205,8 @@ private final class UpgradeHandler: ChannelInboundHandler {
     }
 
     private func fail(_ context: ChannelHandlerContext, _ reason: String) {
-        isUpgraded = true
-        upgraded.fail(LoadError.notUpgraded(reason))
+        isDone = true
+        headRead.fail(LoadError.unexpectedResponse(reason))
         context.close(promise: nil)
     }
 }
@@ -200,6 +235,10 @@ private final class LoadHandler: ChannelInboundHandler {
         case .text:
             guard case .message(let text)? = try? assembler.append(String(buffer: frame.unmaskedData)) else { return }
             session.received(text, output: &output)
+            if output.stopReading {
+                output.stopReading = false
+                try? context.channel.syncOptions?.setOption(.autoRead, value: false)
+            }
             // Written at the end of this read, or by a task of this loop tick if no read-complete follows
             // (the first messages can arrive together with the upgrade response).
             if !writeScheduled, !output.messages.isEmpty || output.close {
@@ -284,6 +323,18 @@ enum MessageText {
     /// The request number of a response text (`{"t":"d","d":{"b":...,"r":N}}`).
     static func responseNumber(_ text: String) -> Int? {
         integer(after: #""r":"#, in: text).map { Int($0) }
+    }
+
+    /// The status of a response text (`ok`, or an error code such as `too_many_listens`): the string
+    /// after the first `"s":"` (a response's data comes before its status, so it must not hold one).
+    static func status(_ text: String) -> String? {
+        var text = text
+        return text.withUTF8 { bytes -> String? in
+            guard let start = offset(after: #""s":""#, in: bytes) else { return nil }
+            var end = start
+            while end < bytes.count, bytes[end] != UInt8(ascii: "\"") { end += 1 }
+            return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
+        }
     }
 
     /// The integer after `marker` in `text` (used to carry send times inside pushed values).

@@ -1,6 +1,7 @@
 /// What went wrong in a load run, said so that the person running it can act on it.
 enum LoadError: Error, CustomStringConvertible {
     case notUpgraded(String)
+    case unexpectedResponse(String)
     case fileLimit(what: String, needed: UInt64, limit: UInt64)
     case executableNotFound(name: String, searched: [String])
     case launchFailed(executable: String, reason: String)
@@ -15,6 +16,8 @@ enum LoadError: Error, CustomStringConvertible {
         switch self {
         case .notUpgraded(let url):
             "\(url) did not accept the WebSocket upgrade"
+        case .unexpectedResponse(let reason):
+            "unexpected HTTP response: \(reason)"
         case .fileLimit(let what, let needed, let limit):
             "\(what) needs about \(needed) file descriptors, but the limit is \(limit) even after raising it to the "
                 + "hard limit (raise the hard limit, e.g. `ulimit -Hn` as root, or run fewer)"

@@ -34,4 +34,10 @@ enum ProcessCPU {
         guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
+
+    /// CPU seconds spent between two readings of ``seconds(of:)`` (`nil` when either is missing).
+    static func spent(from earlier: Double?, to later: Double?) -> Double? {
+        guard let earlier, let later else { return nil }
+        return later - earlier
+    }
 }

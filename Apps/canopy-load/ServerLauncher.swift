@@ -23,11 +23,14 @@ struct LaunchOptions: ParsableArguments {
     @Flag(help: "With --launch, keep the data in memory (a restart then loses it).")
     var inMemory = false
 
-    @Option(help: "Process id of a canopy-server not started by the tool, to read its CPU time from /proc.")
+    @Option(help: "Process id of a canopy-server not started by the tool, to read its CPU time and memory from /proc.")
     var serverPid: Int32?
 
-    /// Starts the server when `--launch` was given.
-    func start(at address: (host: String, port: Int), console: Console) async throws -> LaunchedServer? {
+    /// Starts the server when `--launch` was given; `serverArguments` are added to its command line
+    /// (the limits a scenario sets, such as `--max-listens-per-connection`).
+    func start(
+        at address: (host: String, port: Int), console: Console, serverArguments: [String] = []
+    ) async throws -> LaunchedServer? {
         guard launch else { return nil }
         let binary =
             try serverBinary
@@ -47,15 +50,16 @@ struct LaunchOptions: ParsableArguments {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let server = LaunchedServer(
             binary: binary, host: address.host, port: address.port, folder: folder, removeFolder: temporary,
-            inMemory: inMemory)
+            inMemory: inMemory, extraArguments: serverArguments)
         if await ChildProcess.accepts(host: address.host, port: address.port) {
             throw LoadError.addressInUse("\(address.host):\(address.port)")
         }
         let seconds = try await server.start()
         console.line(
             String(
-                format: "started %@ (pid %d) at %@:%d in %.2f s, data %@", binary, server.pid, address.host,
-                address.port, seconds, inMemory ? "in memory" : folder))
+                format: "started %@ (pid %d) at %@:%d in %.2f s, data %@%@", binary, server.pid, address.host,
+                address.port, seconds, inMemory ? "in memory" : folder,
+                serverArguments.isEmpty ? "" : ", " + serverArguments.joined(separator: " ")))
         return server
     }
 }
@@ -69,15 +73,21 @@ final class LaunchedServer: Sendable {
     let folder: String
     let removeFolder: Bool
     let inMemory: Bool
+    /// Arguments added after the address and data ones.
+    let extraArguments: [String]
     private let current = Mutex<ChildProcess?>(nil)
 
-    init(binary: String, host: String, port: Int, folder: String, removeFolder: Bool, inMemory: Bool) {
+    init(
+        binary: String, host: String, port: Int, folder: String, removeFolder: Bool, inMemory: Bool,
+        extraArguments: [String] = []
+    ) {
         self.binary = binary
         self.host = host
         self.port = port
         self.folder = folder
         self.removeFolder = removeFolder
         self.inMemory = inMemory
+        self.extraArguments = extraArguments
     }
 
     var pid: Int32 { current.withLock { $0?.pid } ?? 0 }
@@ -95,6 +105,7 @@ final class LaunchedServer: Sendable {
         // by that line, since a probe connection could wait in an accept queue full of clients.
         var arguments = ["--host", host, "--port", String(port), "--log-level", "info"]
         arguments += inMemory ? ["--in-memory"] : ["--data", folder]
+        arguments += extraArguments
         let child = try ChildProcess.launch("canopy-server", executable: binary, arguments: arguments, logPath: logPath)
         current.withLock { $0 = child }
         guard await child.waitForOutput("canopy-server listening", timeout: .seconds(60)) else {

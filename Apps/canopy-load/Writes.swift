@@ -1,8 +1,6 @@
 import ArgumentParser
-import AsyncHTTPClient
 import Foundation
 import Histogram
-import NIOCore
 import Synchronization
 
 /// Acknowledged writes per second from many concurrent writers.
@@ -194,14 +192,9 @@ struct CommitBatches {
     }
 
     static func read(from server: String) async throws -> CommitBatches {
-        let response = try await HTTPClient.shared.execute(
-            HTTPClientRequest(url: "http://\(server)/metrics"), timeout: .seconds(10))
-        let text = String(buffer: try await response.body.collect(upTo: 1 << 24))
-        func value(_ name: String) -> Double? {
-            text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
-                .flatMap { Double($0.split(separator: " ").last ?? "") }
-        }
-        guard let count = value("canopy_commit_batch_writes_count"), let sum = value("canopy_commit_batch_writes_sum")
+        let metrics = try await MetricsSnapshot.read(from: server)
+        guard let count = metrics.value("canopy_commit_batch_writes_count"),
+            let sum = metrics.value("canopy_commit_batch_writes_sum")
         else { throw ValidationError("\(server)/metrics has no canopy_commit_batch_writes histogram") }
         return CommitBatches(transactions: Int(count), writes: sum)
     }
