@@ -38,8 +38,10 @@ public struct TestServer: Sendable {
         return url
     }
 
-    /// The configuration tests start from: port 0, 127.0.0.1, a 5 s heartbeat (short, yet long
-    /// enough for a client on a busy machine to answer each ping), a 1 s event-stream keep-alive,
+    /// The configuration tests start from: port 0, 127.0.0.1, the server's 20 s heartbeat (a CI
+    /// machine starting every suite at once once kept clients from answering a 5 s one's pings for
+    /// almost 9 s, and their connections were dropped; heartbeat tests set their own), a 1 s
+    /// event-stream keep-alive,
     /// no fsync (commits still survive the process ending, which is what tests need), and emulator
     /// mode (`owner` is the admin, as in the Firebase emulator that client tests run against).
     public static func defaultConfiguration(dataDirectory: String?) -> ServerConfiguration {
@@ -47,7 +49,7 @@ public struct TestServer: Sendable {
         configuration.host = "127.0.0.1"
         configuration.port = 0
         configuration.dataDirectory = dataDirectory
-        configuration.heartbeatInterval = .seconds(5)
+        configuration.heartbeatInterval = .seconds(20)
         configuration.sseKeepaliveInterval = .seconds(1)
         configuration.fsync = false
         configuration.authentication.isEmulator = true
