@@ -13,18 +13,23 @@ import Synchronization
 /// IndexRetention.unusedLifetime = .seconds(30)
 /// ```
 public enum IndexRetention {
-    private static let settings = Mutex((maxPerNode: 8, unusedLifetime: Duration.seconds(60)))
+    // Atomics, not a lock: every update of a node with indexes reads the lifetime, from every thread.
+    private static let maxPerNodeSetting = Atomic(8)
+    private static let unusedLifetimeNanoseconds = Atomic<Int64>(60_000_000_000)
 
     /// Most indexes one node keeps (key order needs none). Default 8.
     public static var maxPerNode: Int {
-        get { settings.withLock { $0.maxPerNode } }
-        set { settings.withLock { $0.maxPerNode = max(1, newValue) } }
+        get { maxPerNodeSetting.load(ordering: .relaxed) }
+        set { maxPerNodeSetting.store(max(1, newValue), ordering: .relaxed) }
     }
 
     /// How long an index no query used is kept. Default 60 s.
     public static var unusedLifetime: Duration {
-        get { settings.withLock { $0.unusedLifetime } }
-        set { settings.withLock { $0.unusedLifetime = newValue } }
+        get { .nanoseconds(unusedLifetimeNanoseconds.load(ordering: .relaxed)) }
+        set {
+            let (seconds, attoseconds) = newValue.components
+            unusedLifetimeNanoseconds.store(seconds * 1_000_000_000 + attoseconds / 1_000_000_000, ordering: .relaxed)
+        }
     }
 
     /// Moves this task's clock for index retention forward (tests of expiry, without waiting).
