@@ -78,14 +78,18 @@ actor DatabaseRegistry {
                 if case .failure(let error) = result { throw error }
                 continue
             }
-            if open.count + opening.count >= configuration.maxOpenNamespaces {
-                guard closeLeastRecentlyUsed() else {
-                    metrics.tripped(.namespaces)
-                    logger.warning(
-                        "refused to open a namespace: every open one is in use",
-                        metadata: ["namespace": "\(name)", "max_open_namespaces": "\(configuration.maxOpenNamespaces)"])
-                    throw .tooManyOpen(limit: configuration.maxOpenNamespaces)
+            // A namespace still closing holds its files: the new one opens after it closed.
+            if open.count + opening.count + closing.count >= configuration.maxOpenNamespaces {
+                if let (closedName, closed) = closing.first ?? closeLeastRecentlyUsed() {
+                    await closed.value
+                    forgetClosing(closedName, closed)
+                    continue
                 }
+                metrics.tripped(.namespaces)
+                logger.warning(
+                    "refused to open a namespace: every open one is in use",
+                    metadata: ["namespace": "\(name)", "max_open_namespaces": "\(configuration.maxOpenNamespaces)"])
+                throw .tooManyOpen(limit: configuration.maxOpenNamespaces)
             }
             let task = Task { [configuration, startupRules, metrics, logger] in
                 await Self.openNamespace(
@@ -175,16 +179,15 @@ actor DatabaseRegistry {
         return .storage((error as? StoreError)?.clientMessage ?? "the database could not be opened")
     }
 
-    /// Closes the closable namespace unused for the longest; `false` when every one is in use.
-    private func closeLeastRecentlyUsed() -> Bool {
+    /// Starts closing the closable namespace unused for the longest; `nil` when every one is in use.
+    private func closeLeastRecentlyUsed() -> (key: String, value: Task<Void, Never>)? {
         var oldest: (namespace: OpenNamespace, since: ContinuousClock.Instant)?
         for namespace in open.values where namespace.canClose {
             guard let since = namespace.idleSince else { continue }
             if oldest.map({ since < $0.since }) ?? true { oldest = (namespace, since) }
         }
-        guard let oldest else { return false }
-        close(oldest.namespace, reason: "max_open_namespaces")
-        return true
+        guard let oldest else { return nil }
+        return (oldest.namespace.name, close(oldest.namespace, reason: "max_open_namespaces"))
     }
 
     /// Closes every closable namespace nobody used for ``ServerConfiguration/namespaceIdleTimeout``.
@@ -205,7 +208,8 @@ actor DatabaseRegistry {
         }
     }
 
-    private func close(_ namespace: OpenNamespace, reason: String) {
+    @discardableResult
+    private func close(_ namespace: OpenNamespace, reason: String) -> Task<Void, Never> {
         let name = namespace.name
         open[name] = nil
         metrics.namespacesOpen.set(Int64(open.count))
@@ -219,6 +223,7 @@ actor DatabaseRegistry {
             await task.value
             self.forgetClosing(name, task)
         }
+        return task
     }
 
     private func forgetClosing(_ name: String, _ task: Task<Void, Never>) {
