@@ -7,6 +7,10 @@
 /// its last frame, and never before a whole ``interval`` of silence. Its onDisconnect operations
 /// run then.
 ///
+/// A check that comes more than two check intervals after the one before it never closes: the
+/// server itself was not running, and what the peer sent meanwhile may still wait to be read. The
+/// next check decides.
+///
 /// ```swift
 /// var heartbeat = Heartbeat(interval: .seconds(20))
 /// heartbeat.heard(at: .seconds(1))
@@ -27,6 +31,7 @@ public struct Heartbeat: Sendable {
     /// Times are durations since the connection opened, which counts as heard.
     private var lastHeard: Duration = .zero
     private var lastPing: Duration = .zero
+    private var lastCheck: Duration = .zero
     private var steps = 0
     private var heardSinceLastStep = true
 
@@ -49,7 +54,13 @@ public struct Heartbeat: Sendable {
 
     /// What to do at `time` (since the connection opened); `nil` when nothing is due.
     public mutating func check(at time: Duration) -> Action? {
-        if time - lastHeard >= silenceLimit { return .close }
+        let late = time - lastCheck > checkInterval * 2
+        lastCheck = time
+        return action(at: time, mayClose: !late)
+    }
+
+    private mutating func action(at time: Duration, mayClose: Bool) -> Action? {
+        if mayClose, time - lastHeard >= silenceLimit { return .close }
         guard time - lastPing >= interval else { return nil }
         lastPing = time
         return .ping
@@ -67,6 +78,7 @@ public struct Heartbeat: Sendable {
         let now = interval * steps
         if heardSinceLastStep { heard(at: now) }
         heardSinceLastStep = false
-        return check(at: now) ?? .ping
+        lastCheck = now
+        return action(at: now, mayClose: true) ?? .ping
     }
 }

@@ -69,6 +69,8 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
     private var elapsed: Duration { .nanoseconds((NIODeadline.now() - opened).nanoseconds) }
 
     private func checkHeartbeat(context: ChannelHandlerContext) {
+        // While the server does not read (its request queue is full), the peer's silence is ours.
+        if (try? context.channel.syncOptions?.getOption(.autoRead)) == false { heartbeat.heard(at: elapsed) }
         switch heartbeat.check(at: elapsed) {
         case .close?:
             context.close(promise: nil)

@@ -99,6 +99,20 @@ struct TimedHeartbeatTests {
         #expect(pings == (1...10).map { Duration.seconds($0) })
     }
 
+    @Test func aCheckThatRunsLateDoesNotCloseAndTheNextOnTimeDecides() {
+        var heartbeat = Heartbeat(interval: .seconds(1))
+        for step in 1...4 { _ = heartbeat.check(at: heartbeat.checkInterval * step) }
+        // The server did not run for 5 s: the peer's answers may still be unread.
+        #expect(heartbeat.check(at: .seconds(6)) == .ping)
+        heartbeat.heard(at: .milliseconds(6010))
+        #expect(heartbeat.check(at: .milliseconds(6250)) == nil)
+        // A peer still silent after the late check is closed by the next one on time.
+        var silent = Heartbeat(interval: .seconds(1))
+        for step in 1...4 { _ = silent.check(at: silent.checkInterval * step) }
+        #expect(silent.check(at: .seconds(6)) == .ping)
+        #expect(silent.check(at: .milliseconds(6250)) == .close)
+    }
+
     @Test func aFrameReportedLateDoesNotMoveTheLastFrameBack() {
         var heartbeat = Heartbeat(interval: .seconds(1))
         heartbeat.heard(at: .milliseconds(900))
