@@ -22,8 +22,10 @@ public import Tree
 /// ```
 ///
 /// Commits run on a dedicated dispatch queue, not on the task running ``run()``, so SQLite and its
-/// fsync never block a thread of Swift's cooperative pool. The callbacks run there too: keep them
-/// short and non-blocking (resume a continuation, enqueue a message).
+/// fsync never block a thread of Swift's cooperative pool. The callbacks run on a second serial
+/// queue, in submission order, while the next batch commits: a write fanned out to thousands of
+/// listeners does not hold back the commit of the writes after it. Keep them short and
+/// non-blocking (resume a continuation, enqueue a message).
 ///
 /// The disk always holds a prefix of what was submitted, since later submissions are usually
 /// computed from earlier ones (an increment, a write below a new location). If a batch of several
@@ -41,6 +43,11 @@ public import Tree
 public final class CommitQueue: Sendable {
     /// Called once a submission is durable, or with the error that kept it from being stored.
     public typealias Completion = @Sendable (Result<Void, any Error>) -> Void
+
+    private struct Answer: Sendable {
+        var completion: Completion
+        var result: Result<Void, any Error>
+    }
 
     private struct Submission: Sendable {
         var writes: [StoredWrite]
@@ -67,6 +74,7 @@ public final class CommitQueue: Sendable {
     private let onCommit: (@Sendable (_ writes: Int) -> Void)?
     private let state = Mutex(State())
     private let committer = DispatchQueue(label: "canopy.commit-queue", qos: .userInitiated)
+    private let answerer = DispatchQueue(label: "canopy.commit-queue.answers", qos: .userInitiated)
 
     /// A queue committing into `store` at most `maxBatch` writes per transaction (a single larger
     /// submission still commits whole). `onCommit`, if given, learns the size of every batch that
@@ -83,8 +91,8 @@ public final class CommitQueue: Sendable {
 
     /// Appends `writes` (committed together, all or none) to the next batch and returns at once.
     ///
-    /// `onDurable` runs on the committer's thread after the batch holding the writes committed, in
-    /// submission order, or with the error if it failed. After ``finish()`` it runs at once, on the
+    /// `onDurable` runs on the queue's answering thread after the batch holding the writes
+    /// committed, in submission order, or with the error if it failed. After ``finish()`` it runs at once, on the
     /// caller's thread, with ``StoreError/queueFinished``.
     public func submit(_ writes: [StoredWrite], onDurable: @escaping Completion) {
         let (accepted, waiter) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
@@ -130,12 +138,18 @@ public final class CommitQueue: Sendable {
             while let batch = await nextBatch() {
                 await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                     committer.async {
-                        self.commit(batch)
+                        let answers = self.commit(batch)
                         let written = batch.reduce(0) { $0 + $1.writes.count }
-                        self.state.withLock { $0.uncommittedWrites -= written }
+                        self.answerer.async {
+                            for answer in answers { answer.completion(answer.result) }
+                            self.state.withLock { $0.uncommittedWrites -= written }
+                        }
                         done.resume()
                     }
                 }
+            }
+            await withCheckedContinuation { (answered: CheckedContinuation<Void, Never>) in
+                answerer.async { answered.resume() }
             }
         } onCancel: {
             finish()
@@ -159,7 +173,8 @@ public final class CommitQueue: Sendable {
         state.withLock { $0.halted = nil }
     }
 
-    /// Writes submitted and not committed yet (failed ones count until they are reported). A
+    /// Writes submitted and not yet answered: waiting, committing, or committed with their
+    /// callbacks still to run (failed ones count until they are reported). A
     /// submitter compares it with a bound of its own to refuse work while the store falls behind,
     /// so that a stalled disk does not grow memory without bound.
     public var uncommittedWrites: Int { state.withLock { $0.uncommittedWrites } }
@@ -209,22 +224,19 @@ public final class CommitQueue: Sendable {
         return batch
     }
 
-    /// Commits `batch` in one transaction and reports to each submitter, in order. Blocks.
-    private func commit(_ batch: [Submission]) {
+    /// Commits `batch` in one transaction; returns what to tell each submitter, in order. Blocks.
+    private func commit(_ batch: [Submission]) -> [Answer] {
         if let halted = state.withLock({ $0.halted }) {
-            for submission in batch { submission.onDurable(.failure(halted)) }
-            return
+            return batch.map { Answer(completion: $0.onDurable, result: .failure(halted)) }
         }
         if batch.count == 1, let setting = batch[0].setting {
             do {
                 try store.setSetting(setting.name, setting.value)
             } catch {
                 logger.error("Storing a setting failed", metadata: ["setting": "\(setting.name)", "error": "\(error)"])
-                batch[0].onDurable(.failure(error))
-                return
+                return [Answer(completion: batch[0].onDurable, result: .failure(error))]
             }
-            batch[0].onDurable(.success(()))
-            return
+            return [Answer(completion: batch[0].onDurable, result: .success(()))]
         }
         var writes: [StoredWrite] = []
         writes.reserveCapacity(batch.reduce(0) { $0 + $1.writes.count })
@@ -237,39 +249,41 @@ public final class CommitQueue: Sendable {
                 metadata: ["submissions": "\(batch.count)", "writes": "\(writes.count)", "error": "\(error)"])
             if batch.count == 1 {
                 halt(after: error)
-                batch[0].onDurable(.failure(error))
-            } else {
-                retryOneByOne(batch)
+                return [Answer(completion: batch[0].onDurable, result: .failure(error))]
             }
-            return
+            return retryOneByOne(batch)
         }
         onCommit?(writes.count)
-        for submission in batch { submission.onDurable(.success(())) }
+        return batch.map { Answer(completion: $0.onDurable, result: .success(())) }
     }
 
     /// Commits the submissions of a failed batch one by one up to the first that fails, which gets
     /// its error; the ones after it fail without being tried, since they were computed after it.
-    private func retryOneByOne(_ batch: [Submission]) {
+    private func retryOneByOne(_ batch: [Submission]) -> [Answer] {
         var halted: StoreError?
-        var committed = 0
+        var answers: [Answer] = []
+        answers.reserveCapacity(batch.count)
         for submission in batch {
             if let halted {
-                submission.onDurable(.failure(halted))
+                answers.append(Answer(completion: submission.onDurable, result: .failure(halted)))
                 continue
             }
             do {
                 try store.commit(submission.writes)
             } catch {
                 halted = halt(after: error)
-                submission.onDurable(.failure(error))
+                answers.append(Answer(completion: submission.onDurable, result: .failure(error)))
                 continue
             }
-            committed += 1
-            submission.onDurable(.success(()))
+            answers.append(Answer(completion: submission.onDurable, result: .success(())))
         }
         logger.notice(
             "Retried the submissions of a failed batch one by one",
-            metadata: ["submissions": "\(batch.count)", "committed": "\(committed)"])
+            metadata: [
+                "submissions": "\(batch.count)",
+                "committed": "\(answers.count { if case .success = $0.result { true } else { false } })",
+            ])
+        return answers
     }
 
     /// Halts the queue after `error`; returns what later submissions fail with.

@@ -1,3 +1,4 @@
+import Dispatch
 import Logging
 import Persistence
 import Synchronization
@@ -219,5 +220,35 @@ struct CommitQueueTests {
         #expect(outcomes.withLock { $0 } == ["a ok", "rules ok", "b ok", "refused failed", "c ok"])
         #expect(store.inner.setting("rules") == .string("{}"))
         #expect(!queue.isHalted)
+    }
+
+    /// A write's callback fans it out to every listener; the writes after it must not wait for that.
+    @Test func aSlowAnswerDoesNotHoldBackTheNextCommitAndAnswersStayInOrder() async throws {
+        let store = OrderedStore()
+        let queue = CommitQueue(store: store, logger: logger)
+        let committer = Task { await queue.run() }
+        let release = DispatchSemaphore(value: 0)
+        let outcomes = Mutex<[String]>([])
+        queue.submit([StoredWrite(path: "a", node: Node(.number(1)))]) { _ in
+            release.wait()
+            outcomes.withLock { $0.append("a") }
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while store.calls.withLock({ $0 }).isEmpty, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        queue.submit([StoredWrite(path: "b", node: Node(.number(2)))]) { _ in outcomes.withLock { $0.append("b") } }
+        while store.calls.withLock({ $0 }).count < 2, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(store.calls.withLock { $0 } == ["commit /a", "commit /b"])
+        // Committed but unanswered writes still count against a submitter's bound.
+        #expect(queue.uncommittedWrites == 2)
+        #expect(outcomes.withLock { $0 }.isEmpty)
+        release.signal()
+        queue.finish()
+        await committer.value
+        #expect(outcomes.withLock { $0 } == ["a", "b"])
+        #expect(queue.uncommittedWrites == 0)
     }
 }
