@@ -249,7 +249,7 @@ def load_scenarios(work):
             f"| writes | {figure} | {'raw GRDB upserts, fsync per commit, ' + other if baselines else '—'} | "
             f"{ratios or '—'} | `{read_command(work, 'writes')}` |"
         )
-    for name in ("fanout", "fanout-saturated"):
+    for name in ("fanout", "fanout-saturated", "fanout-wide"):
         fanout = read_json(work, name)
         if not fanout:
             continue
@@ -271,7 +271,7 @@ def load_scenarios(work):
         if relative:
             shown = (
                 f"{ratio(relative.get('eventsPerSecond'))} events/s, {ratio(relative.get('p50Latency'))} "
-                "p50 latency"
+                f"p50 latency, {ratio(relative.get('p99Latency'))} p99"
             )
         rows.append(f"| {name} | {figure} | {other} | {shown} | `{read_command(work, name)}` |")
     for name in ("storm-cut", "storm-restart"):
@@ -294,6 +294,37 @@ def load_scenarios(work):
             f"({idle['connections']:,} connections)"
         )
         rows.append(f"| idle | {figure} | — | — | `{read_command(work, 'idle')}` |")
+    slow = read_json(work, "slow-readers")
+    if slow:
+        figure = (
+            f"{slow['stalled']:,} stalled connections and {slow['streams']:,} stalled event streams for "
+            f"{slow['duration']:g} s: server RSS peak {slow['serverPeakRSSBytes'] / 1e6:,.0f} MB "
+            f"(under 1 GB: {'yes' if slow['peakUnder1GB'] else 'no'}); closed "
+            f"{slow['realtimeReadersClosed']:,} connections and {slow['streamsClosed']:,} streams; healthy "
+            f"writes p99 {fmt_seconds_ms(slow['stalledLatency']['p99Ms'])} during the stall"
+        )
+        other = f"the same writes unloaded: p99 {fmt_seconds_ms(slow['unloaded']['p99Ms'])}"
+        rows.append(
+            f"| slow-readers | {figure} | {other} | {ratio(slow['p99Ratio'])} p99 | "
+            f"`{read_command(work, 'slow-readers')}` |"
+        )
+    flood = read_json(work, "listen-flood")
+    if flood:
+        figure = (
+            f"{flood['listens']:,} listens on one connection: {flood['ok']:,} ok, {flood['refused']:,} refused "
+            f"in {fmt_seconds(flood['floodSeconds'])} (cap held: {'yes' if flood['capHeld'] else 'no'}); server "
+            f"RSS {flood['serverRSSBeforeBytes'] / 1e6:,.0f} → {flood['serverPeakRSSBytes'] / 1e6:,.0f} MB; "
+            f"other clients' p99 during it: write {fmt_seconds_ms(flood['write']['during']['p99Ms'])}, "
+            f"read {fmt_seconds_ms(flood['read']['during']['p99Ms'])}"
+        )
+        other = (
+            f"before it: write p99 {fmt_seconds_ms(flood['write']['before']['p99Ms'])}, "
+            f"read p99 {fmt_seconds_ms(flood['read']['before']['p99Ms'])}"
+        )
+        rows.append(
+            f"| listen-flood | {figure} | {other} | write {ratio(flood['writeP99Ratio'])}, read "
+            f"{ratio(flood['readP99Ratio'])} p99 | `{read_command(work, 'listen-flood')}` |"
+        )
     if len(rows) == 2:
         return []
     return section("canopy-load", None, rows, [
@@ -302,7 +333,9 @@ def load_scenarios(work):
         "temporary folder). The ratio is Canopy's figure over the baseline's, in the same run: for "
         "`writes`, at the server's own average transaction size, then at connections × pipeline rows. "
         "`fanout` offers a load both sides deliver (its events/s ratio is then 1, and latency tells "
-        "them apart); `fanout-saturated` offers more than Canopy delivers here.",
+        "them apart); `fanout-saturated` offers more than Canopy delivers here; `fanout-wide` is the "
+        "overload issue's 200,000 events/s to 10,000 listeners. `slow-readers` and `listen-flood` "
+        "compare other clients' latency while the overload lasts with the same clients' before it.",
     ])
 
 

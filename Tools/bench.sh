@@ -113,12 +113,18 @@ if $quick; then
     saturated_args=(--listeners 50 --rate 500 --duration 1)
     storm_args=(--clients 50 --rounds 1 --timeout 60)
     idle_args=(--connections 50)
+    wide_args=(--listeners 200 --rate 20 --duration 1)
+    slow_args=(--stalled 20 --streams 5 --duration 3 --baseline-seconds 2)
+    flood_args=(--listens 20000)
 else
     writes_args=(--connections 100 --pipeline 32 --duration 10)
     fanout_args=(--listeners 1000 --rate 300 --duration 5)
     saturated_args=(--listeners 1000 --rate 1000 --duration 3)
     storm_args=(--clients 1000 --rounds 2 --timeout 120)
     idle_args=(--connections 1000)
+    wide_args=(--listeners 10000 --rate 20 --duration 10)
+    slow_args=(--duration 20)
+    flood_args=()
 fi
 scenario() {
     local name=$1
@@ -139,9 +145,12 @@ scenario() {
 scenario writes writes "${writes_args[@]}" --baseline "$work/grdb-baseline"
 scenario fanout fanout "${fanout_args[@]}" --in-memory --baseline redis
 scenario fanout-saturated fanout "${saturated_args[@]}" --in-memory --baseline redis
+scenario fanout-wide fanout "${wide_args[@]}" --in-memory --baseline redis
 scenario storm-cut storm "${storm_args[@]}" --cut
 scenario storm-restart storm "${storm_args[@]}" --restart kill
 scenario idle idle "${idle_args[@]}" --in-memory
+scenario slow-readers slow-readers "${slow_args[@]}"
+scenario listen-flood listen-flood "${flood_args[@]}"
 
 echo "load_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$work/machine.env"
 echo "seconds=$(($(date +%s) - started))" >>"$work/machine.env"
