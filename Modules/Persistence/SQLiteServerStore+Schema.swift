@@ -34,19 +34,26 @@ extension SQLiteServerStore {
 }
 
 /// How locations map to rows of the `nodes` table.
-enum RowPath {
+package enum RowPath {
     /// The row that holds the priority of the location whose row path is `path`.
-    static func priority(of path: String) -> String {
+    package static func priority(of path: String) -> String {
         path.isEmpty ? ".priority" : path + "/.priority"
     }
 
     /// The row path of the child `key` of the location whose row path is `path`.
-    static func child(_ key: String, of path: String) -> String {
+    package static func child(_ key: String, of path: String) -> String {
         path.isEmpty ? key : path + "/" + key
     }
 
+    /// The row path of the parent of the location at `path`; `nil` for the root (`""`).
+    package static func parent(of path: String) -> String? {
+        if path.isEmpty { return nil }
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "" }
+        return String(path[..<slash])
+    }
+
     /// Bounds of the rows strictly below the non-root location `path`: `path >= lower AND path < upper`.
-    static func descendants(of path: String) -> (lower: String, upper: String) {
+    package static func descendants(of path: String) -> (lower: String, upper: String) {
         (path + "/", path + "0")
     }
 }
