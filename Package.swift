@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "SyncEngine", targets: ["SyncEngine"]),
         .library(name: "Canopy", targets: ["Canopy"]),
         .library(name: "Persistence", targets: ["Persistence"]),
+        .library(name: "PostgresStore", targets: ["PostgresStore"]),
         .library(name: "Transport", targets: ["Transport"]),
         .library(name: "Presence", targets: ["Presence"]),
         .library(name: "Auth", targets: ["Auth"]),
@@ -46,6 +47,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         .target(
@@ -80,6 +82,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Modules/Persistence",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "PostgresStore",
+            dependencies: [
+                "Tree", "Persistence",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Modules/PostgresStore",
             swiftSettings: swiftSettings
         ),
         .target(
@@ -210,7 +222,11 @@ let package = Package(
         ),
         .testTarget(
             name: "PersistenceTests",
-            dependencies: ["Tree", "Persistence", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "Tree", "Persistence", "PostgresStore", "CanopyTesting",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,4 +1,4 @@
-import Tree
+package import Tree
 
 /// Builds a ``Node`` from `nodes` rows in one pass, bottom-up.
 ///
@@ -11,7 +11,7 @@ import Tree
 /// the previous row's location and only looks up the keys that differ. Path order is not key order
 /// (`a!b` sorts between `a` and `a/b`, and `10` after `9`), so a key can come back after a sibling;
 /// any order of rows gives the same tree.
-struct TreeLoader {
+package struct TreeLoader {
     private final class Entry {
         var leaf: LeafValue?
         var priority: Priority?
@@ -52,10 +52,10 @@ struct TreeLoader {
     private var keys: [Substring] = []
     private var entries: [Entry]
 
-    init() { entries = [root] }
+    package init() { entries = [root] }
 
     /// Adds the row `path` holding `value`; throws when the value does not decode.
-    mutating func add(path: String, value: String) throws(TreeLoaderError) {
+    package mutating func add(path: String, value: String) throws(TreeLoaderError) {
         // Split on the byte: a key may start with a combining mark, which `Character` splitting
         // would glue to the slash.
         var components = path.utf8.split(separator: UInt8(ascii: "/")).map { Substring($0) }
@@ -93,7 +93,7 @@ struct TreeLoader {
 
     /// The tree of every row added. A location with both a leaf and children (which commits never
     /// produce) reads as the children; a priority without data is dropped.
-    func build() -> Node { Self.node(of: root) }
+    package func build() -> Node { Self.node(of: root) }
 
     private static func node(of entry: Entry) -> Node {
         if entry.children.isEmpty {
@@ -114,7 +114,7 @@ struct TreeLoader {
 }
 
 /// A row ``TreeLoader`` could not decode.
-struct TreeLoaderError: Error {
+package struct TreeLoaderError: Error {
     var row: String
     var value: String
     var reason: String

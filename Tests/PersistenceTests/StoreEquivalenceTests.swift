@@ -5,57 +5,10 @@ import Tree
 /// Random writes applied to ``SQLiteServerStore``, ``InMemoryServerStore`` and a `Node` updated
 /// with `Node.updating(at:to:)` must give the same tree, before and after reopening the file.
 struct StoreEquivalenceTests {
-    /// Keys chosen to collide: prefixes of one another followed by bytes below and above `/`,
-    /// integer keys, and two spellings of "é" that only differ in bytes.
-    private static let keys = ["a", "ab", "a-b", "a!", "a0", "b", "1", "10", "\u{E9}", "e\u{301}"].map { ChildKey($0) }
-
-    private struct Generator {
-        var random: SeededGenerator
-
-        mutating func key() -> ChildKey { keys.randomElement(using: &random) ?? "a" }
-
-        mutating func priority() -> Priority? {
-            switch Int.random(in: 0..<4, using: &random) {
-            case 0: .number(Double(Int.random(in: -3...3, using: &random)))
-            case 1: .string(["x", "y"].randomElement(using: &random) ?? "x")
-            default: nil
-            }
-        }
-
-        mutating func leaf() -> LeafValue {
-            switch Int.random(in: 0..<3, using: &random) {
-            case 0: .bool(Bool.random(using: &random))
-            case 1: .number(Double(Int.random(in: -100...100, using: &random)) / 4)
-            default: .string(["", "s", "quote\"", "line\n", "\u{E9}"].randomElement(using: &random) ?? "")
-            }
-        }
-
-        mutating func node(depth: Int) -> Node {
-            let roll = Int.random(in: 0..<10, using: &random)
-            if roll == 0 { return .empty }
-            if depth == 0 || roll < 5 { return Node(leaf(), priority: priority()) }
-            let children = (0..<Int.random(in: 1...3, using: &random)).map { _ in (key(), node(depth: depth - 1)) }
-            var map = ChildMap(order: KeyOrder())
-            for (key, child) in children where !child.isEmpty { map = map.inserting(key, child) }
-            return Node(map: map, priority: priority())
-        }
-
-        mutating func write() -> StoredWrite {
-            var keys = (0..<Int.random(in: 0...3, using: &random)).map { _ in key() }
-            if Int.random(in: 0..<5, using: &random) == 0 {
-                keys.append(.priority)
-                let value: Node = Bool.random(using: &random) ? Node(leaf()) : .empty
-                return StoredWrite(path: Path(keys: keys), node: value)
-            }
-            let node = Int.random(in: 0..<4, using: &random) == 0 ? Node.empty : node(depth: 2)
-            return StoredWrite(path: Path(keys: keys), node: node)
-        }
-    }
-
     @Test(arguments: [1, 2, 3, 4, 5, 6] as [UInt64])
     func randomWritesAgree(seed: UInt64) async throws {
         try await withStoreFile { file in
-            var generator = Generator(random: SeededGenerator(seed: seed))
+            var generator = StoredWriteGenerator(random: SeededGenerator(seed: seed))
             let sqlite = try SQLiteServerStore(path: file)
             let memory = InMemoryServerStore()
             var expected = Node.empty
@@ -96,5 +49,53 @@ struct StoreEquivalenceTests {
         #expect(store.setting("rules") == [".read": true])
         store.setSetting("rules", nil)
         #expect(store.setting("rules") == nil)
+    }
+}
+
+/// Keys chosen to collide: prefixes of one another followed by bytes below and above `/`,
+/// integer keys, and two spellings of "é" that only differ in bytes.
+private let storeKeys = ["a", "ab", "a-b", "a!", "a0", "b", "1", "10", "\u{E9}", "e\u{301}"].map { ChildKey($0) }
+
+/// Random writes for the stores' equivalence tests.
+struct StoredWriteGenerator {
+    var random: SeededGenerator
+
+    mutating func key() -> ChildKey { storeKeys.randomElement(using: &random) ?? "a" }
+
+    mutating func priority() -> Priority? {
+        switch Int.random(in: 0..<4, using: &random) {
+        case 0: .number(Double(Int.random(in: -3...3, using: &random)))
+        case 1: .string(["x", "y"].randomElement(using: &random) ?? "x")
+        default: nil
+        }
+    }
+
+    mutating func leaf() -> LeafValue {
+        switch Int.random(in: 0..<3, using: &random) {
+        case 0: .bool(Bool.random(using: &random))
+        case 1: .number(Double(Int.random(in: -100...100, using: &random)) / 4)
+        default: .string(["", "s", "quote\"", "line\n", "\u{E9}"].randomElement(using: &random) ?? "")
+        }
+    }
+
+    mutating func node(depth: Int) -> Node {
+        let roll = Int.random(in: 0..<10, using: &random)
+        if roll == 0 { return .empty }
+        if depth == 0 || roll < 5 { return Node(leaf(), priority: priority()) }
+        let children = (0..<Int.random(in: 1...3, using: &random)).map { _ in (key(), node(depth: depth - 1)) }
+        var map = ChildMap(order: KeyOrder())
+        for (key, child) in children where !child.isEmpty { map = map.inserting(key, child) }
+        return Node(map: map, priority: priority())
+    }
+
+    mutating func write() -> StoredWrite {
+        var keys = (0..<Int.random(in: 0...3, using: &random)).map { _ in key() }
+        if Int.random(in: 0..<5, using: &random) == 0 {
+            keys.append(.priority)
+            let value: Node = Bool.random(using: &random) ? Node(leaf()) : .empty
+            return StoredWrite(path: Path(keys: keys), node: value)
+        }
+        let node = Int.random(in: 0..<4, using: &random) == 0 ? Node.empty : node(depth: 2)
+        return StoredWrite(path: Path(keys: keys), node: node)
     }
 }

@@ -1,0 +1,29 @@
+import Dispatch
+import Synchronization
+
+/// Runs async PostgreSQL calls for the synchronous ``Persistence/ServerStore`` API, whose callers
+/// are threads made for blocking: the commit queue's dispatch queue and NIO's blocking thread
+/// pool. Never call it from Swift's cooperative pool, whose threads it would hold.
+enum Blocking {
+    static func run<Value: Sendable>(
+        _ body: @escaping @Sendable () async throws -> Value
+    ) throws -> Value {
+        let outcome = Mutex<Result<Value, any Error>?>(nil)
+        let finished = DispatchSemaphore(value: 0)
+        Task {
+            let result: Result<Value, any Error>
+            do {
+                result = .success(try await body())
+            } catch {
+                result = .failure(error)
+            }
+            outcome.withLock { $0 = result }
+            finished.signal()
+        }
+        finished.wait()
+        guard let result = outcome.withLock({ $0 }) else {
+            throw PostgresStoreError.query(operation: "a call", message: "finished without a result")
+        }
+        return try result.get()
+    }
+}

@@ -1,0 +1,128 @@
+/// The tables and functions of the PostgreSQL store, created and upgraded by named migrations run
+/// in order at start (``PostgresStorage/prepare()``), each recorded in `canopy_migrations`.
+///
+/// `v1`:
+/// - `canopy_nodes(ns, path, value)`: one row per leaf and per priority of each namespace, laid out
+///   as SQLite's `nodes` table (see ``Persistence/SQLiteServerStore``). `path` sorts by bytes
+///   (`COLLATE "C"`), so a subtree is one range of the primary key: `path >= 'a/' AND path < 'a0'`.
+/// - `canopy_settings(ns, name, value)`: small JSON documents such as the security rules.
+/// - `canopy_owner(ns, node, epoch, lease_until)`: which server process serves each namespace. A
+///   process takes a namespace by raising its epoch, and every commit first renews the lease of its
+///   own epoch under the row's lock, so a process that lost the namespace can never commit.
+/// - `canopy_commit(ns, epoch, lease, operations…)`: a batch of ``Persistence/RowOperation``s in one
+///   round trip, fenced by the epoch; `canopy_set_setting` the same for a setting.
+enum PostgresSchema {
+    struct Migration {
+        var name: String
+        var statements: [String]
+    }
+
+    /// The SQLSTATE `canopy_commit` raises when the epoch it was given no longer owns the namespace.
+    static let fencedState = "CN001"
+
+    static let migrations: [Migration] = [
+        Migration(
+            name: "v1",
+            statements: [
+                """
+                CREATE TABLE canopy_nodes (
+                    ns text NOT NULL, path text COLLATE "C" NOT NULL, value text NOT NULL, PRIMARY KEY (ns, path))
+                """,
+                """
+                CREATE TABLE canopy_settings (ns text NOT NULL, name text NOT NULL, value text NOT NULL,
+                    PRIMARY KEY (ns, name))
+                """,
+                """
+                CREATE TABLE canopy_owner (ns text PRIMARY KEY, node text NOT NULL, epoch bigint NOT NULL,
+                    lease_until timestamptz NOT NULL)
+                """,
+                """
+                CREATE FUNCTION canopy_parent(p text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+                    SELECT CASE WHEN p = '' THEN NULL WHEN strpos(p, '/') = 0 THEN ''
+                        ELSE regexp_replace(p, '/[^/]*$', '') END
+                $$
+                """,
+                """
+                CREATE FUNCTION canopy_priority_row(p text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+                    SELECT CASE WHEN p = '' THEN '.priority' ELSE p || '/.priority' END
+                $$
+                """,
+                """
+                CREATE FUNCTION canopy_has_data(p_ns text, p text) RETURNS boolean LANGUAGE sql STABLE AS $$
+                    SELECT CASE WHEN p = '' THEN
+                        EXISTS (SELECT 1 FROM canopy_nodes WHERE ns = p_ns AND path <> '.priority')
+                    ELSE
+                        EXISTS (SELECT 1 FROM canopy_nodes WHERE ns = p_ns AND path = p)
+                        OR EXISTS (SELECT 1 FROM canopy_nodes WHERE ns = p_ns AND path >= p || '/' COLLATE "C"
+                            AND path < p || '0' COLLATE "C" AND path <> p || '/.priority')
+                    END
+                $$
+                """,
+                """
+                CREATE FUNCTION canopy_fence(p_ns text, p_epoch bigint, p_lease_ms bigint) RETURNS void
+                LANGUAGE plpgsql AS $$
+                BEGIN
+                    UPDATE canopy_owner SET lease_until = now() + p_lease_ms * interval '1 millisecond'
+                        WHERE ns = p_ns AND epoch = p_epoch;
+                    IF NOT FOUND THEN
+                        RAISE EXCEPTION 'namespace % is no longer served by epoch %', p_ns, p_epoch
+                            USING ERRCODE = 'CN001';
+                    END IF;
+                END
+                $$
+                """,
+                """
+                CREATE FUNCTION canopy_commit(p_ns text, p_epoch bigint, p_lease_ms bigint, p_ops text[], p_a text[],
+                    p_b text[]) RETURNS void LANGUAGE plpgsql AS $$
+                DECLARE
+                    i integer;
+                    ancestor text;
+                BEGIN
+                    PERFORM canopy_fence(p_ns, p_epoch, p_lease_ms);
+                    FOR i IN 1 .. coalesce(array_length(p_ops, 1), 0) LOOP
+                        CASE p_ops[i]
+                        WHEN 'delete_all' THEN
+                            DELETE FROM canopy_nodes WHERE ns = p_ns;
+                        WHEN 'delete_row' THEN
+                            DELETE FROM canopy_nodes WHERE ns = p_ns AND path = p_a[i];
+                        WHEN 'delete_below' THEN
+                            DELETE FROM canopy_nodes WHERE ns = p_ns AND path >= p_a[i] || '/' COLLATE "C"
+                                AND path < p_a[i] || '0' COLLATE "C";
+                        WHEN 'prune' THEN
+                            ancestor := canopy_parent(p_a[i]);
+                            WHILE ancestor IS NOT NULL LOOP
+                                EXIT WHEN canopy_has_data(p_ns, ancestor);
+                                DELETE FROM canopy_nodes WHERE ns = p_ns AND path = canopy_priority_row(ancestor);
+                                ancestor := canopy_parent(ancestor);
+                            END LOOP;
+                        WHEN 'priority' THEN
+                            DELETE FROM canopy_nodes WHERE ns = p_ns AND path = canopy_priority_row(p_a[i]);
+                            IF p_b[i] <> '' AND canopy_has_data(p_ns, p_a[i]) THEN
+                                INSERT INTO canopy_nodes (ns, path, value)
+                                    VALUES (p_ns, canopy_priority_row(p_a[i]), p_b[i]);
+                            END IF;
+                        WHEN 'upsert' THEN
+                            INSERT INTO canopy_nodes (ns, path, value) VALUES (p_ns, p_a[i], p_b[i])
+                                ON CONFLICT (ns, path) DO UPDATE SET value = EXCLUDED.value;
+                        END CASE;
+                    END LOOP;
+                END
+                $$
+                """,
+                """
+                CREATE FUNCTION canopy_set_setting(p_ns text, p_epoch bigint, p_lease_ms bigint, p_name text,
+                    p_value text) RETURNS void LANGUAGE plpgsql AS $$
+                BEGIN
+                    PERFORM canopy_fence(p_ns, p_epoch, p_lease_ms);
+                    IF p_value IS NULL THEN
+                        DELETE FROM canopy_settings WHERE ns = p_ns AND name = p_name;
+                    ELSE
+                        INSERT INTO canopy_settings (ns, name, value) VALUES (p_ns, p_name, p_value)
+                            ON CONFLICT (ns, name) DO UPDATE SET value = EXCLUDED.value;
+                    END IF;
+                END
+                $$
+                """,
+            ])
+    ]
+}

@@ -1,0 +1,183 @@
+public import Logging
+import PostgresNIO
+
+/// A process's connection to the PostgreSQL store: one connection pool shared by every namespace
+/// it serves, the schema brought up to date at start, and the namespaces opened as
+/// ``PostgresServerStore``s, each owned by this process (`node`) under an epoch.
+///
+/// ```swift
+/// let storage = PostgresStorage(location: try PostgresLocation(url), node: "s-node1:9000", logger: logger)
+/// let pool = Task { await storage.run() }
+/// try await storage.prepare()                       // clear errors: unreachable, credentials, newer schema
+/// let store = try storage.open("main")              // blocking: takes the namespace's lease
+/// ```
+public final class PostgresStorage: Sendable {
+    public let location: PostgresLocation
+    /// This process's name in `canopy_owner`: whoever has the same name may take its namespaces at
+    /// once (a restart); others wait for the lease to run out.
+    public let node: String
+    /// How long a namespace stays this process's without a commit or a renewal.
+    public let leaseDuration: Duration
+    let client: PostgresClient
+    let logger: Logger
+
+    public init(location: PostgresLocation, node: String, leaseDuration: Duration = .seconds(5), logger: Logger) {
+        self.location = location
+        self.node = node
+        self.leaseDuration = leaseDuration
+        self.logger = logger
+        self.client = PostgresClient(configuration: location.clientConfiguration, backgroundLogger: logger)
+    }
+
+    /// Runs the connection pool until the task is cancelled; every other call needs it running.
+    public func run() async { await client.run() }
+
+    /// Checks that PostgreSQL answers and runs the migrations this build knows and the database
+    /// lacks, in one transaction (several processes starting at once take turns).
+    public func prepare() async throws(PostgresStoreError) {
+        let known = PostgresSchema.migrations.map(\.name)
+        let connection: PostgresConnection
+        do {
+            connection = try await PostgresConnection.connect(
+                configuration: location.connectionConfiguration, id: 0, logger: logger)
+        } catch {
+            throw Self.connectionFailure(error, location: location)
+        }
+        do {
+            try await connection.withTransaction(logger: logger) { connection in
+                try await connection.query("SELECT pg_advisory_xact_lock(7414967254187)", logger: logger).consume()
+                try await connection.query(
+                    """
+                    CREATE TABLE IF NOT EXISTS canopy_migrations (
+                        name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())
+                    """,
+                    logger: logger
+                ).consume()
+                var applied: [String] = []
+                for try await name in try await connection.query(
+                    "SELECT name FROM canopy_migrations ORDER BY applied_at, name", logger: logger
+                ).decode(String.self) {
+                    applied.append(name)
+                }
+                if applied.contains(where: { !known.contains($0) }) {
+                    throw PostgresStoreError.newerSchema(applied: applied, known: known)
+                }
+                for migration in PostgresSchema.migrations where !applied.contains(migration.name) {
+                    for statement in migration.statements {
+                        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger).consume()
+                    }
+                    try await connection.query(
+                        "INSERT INTO canopy_migrations (name) VALUES (\(migration.name))", logger: logger
+                    ).consume()
+                    logger.info("migrated the PostgreSQL store", metadata: ["migration": "\(migration.name)"])
+                }
+            }
+        } catch {
+            try? await connection.close()
+            let cause = Self.cause(of: error)
+            if let cause = cause as? PostgresStoreError { throw cause }
+            throw Self.failure("migrating", cause)
+        }
+        try? await connection.close()
+    }
+
+    /// Whether namespace `name` was ever written (it has an owner row). Blocks.
+    public func namespaceExists(_ name: String) throws(PostgresStoreError) -> Bool {
+        let (client, logger) = (client, logger)
+        do {
+            return try Blocking.run {
+                try await client.query("SELECT 1 FROM canopy_owner WHERE ns = \(name)", logger: logger)
+                    .collect().count > 0
+            }
+        } catch {
+            throw Self.failure("looking up namespace \"\(name)\"", error)
+        }
+    }
+
+    /// Takes namespace `name` for this process (raising its epoch) and returns its store. Throws
+    /// ``PostgresStoreError/ownedElsewhere(namespace:node:)`` while another process holds its lease.
+    /// Blocks.
+    public func open(_ name: String) throws(PostgresStoreError) -> PostgresServerStore {
+        let (client, logger, node) = (client, logger, node)
+        let leaseMilliseconds = leaseDuration.milliseconds
+        let epoch: Int64?
+        do {
+            epoch = try Blocking.run {
+                let rows = try await client.query(
+                    """
+                    INSERT INTO canopy_owner (ns, node, epoch, lease_until)
+                        VALUES (\(name), \(node), 1, now() + \(leaseMilliseconds) * interval '1 millisecond')
+                    ON CONFLICT (ns) DO UPDATE SET node = EXCLUDED.node, epoch = canopy_owner.epoch + 1,
+                        lease_until = EXCLUDED.lease_until
+                    WHERE canopy_owner.lease_until < now() OR canopy_owner.node = EXCLUDED.node
+                    RETURNING epoch
+                    """,
+                    logger: logger)
+                for try await epoch in rows.decode(Int64.self) { return epoch }
+                return nil
+            }
+        } catch {
+            throw Self.failure("taking namespace \"\(name)\"", error)
+        }
+        guard let epoch else {
+            let owner = try? Blocking.run {
+                for try await owner in try await client.query(
+                    "SELECT node FROM canopy_owner WHERE ns = \(name)", logger: logger
+                ).decode(String.self) {
+                    return owner
+                }
+                return "another server"
+            }
+            throw .ownedElsewhere(namespace: name, node: owner ?? "another server")
+        }
+        logger.info("took namespace", metadata: ["namespace": "\(name)", "epoch": "\(epoch)", "node": "\(node)"])
+        return PostgresServerStore(namespace: name, epoch: epoch, storage: self)
+    }
+
+    /// The error inside a failed transaction: the body's, or else what failed around it.
+    static func cause(of error: any Error) -> any Error {
+        guard let error = error as? PostgresTransactionError else { return error }
+        return error.closureError ?? error.beginError ?? error.commitError ?? error.rollbackError ?? error
+    }
+
+    static func failure(_ operation: String, _ error: any Error) -> PostgresStoreError {
+        let error = cause(of: error)
+        if let error = error as? PostgresStoreError { return error }
+        guard let error = error as? PSQLError else { return .query(operation: operation, message: "\(error)") }
+        if let message = error.serverInfo?[.message] {
+            return .query(operation: operation, message: message)
+        }
+        return .query(operation: operation, message: Self.reason(error))
+    }
+
+    static func connectionFailure(_ error: any Error, location: PostgresLocation) -> PostgresStoreError {
+        guard let error = error as? PSQLError else {
+            return .cannotConnect(url: location.description, reason: "\(error)")
+        }
+        if let message = error.serverInfo?[.message] {
+            return .cannotConnect(url: location.description, reason: message)
+        }
+        return .cannotConnect(url: location.description, reason: reason(error))
+    }
+
+    /// What a client-side failure was, without the query text PSQLError's debug description holds.
+    private static func reason(_ error: PSQLError) -> String {
+        if let underlying = error.underlying { return "\(error.code): \(underlying)" }
+        return "\(error.code)"
+    }
+}
+
+extension PostgresRowSequence {
+    /// Reads the rest of the result: a statement's error only arrives with its rows, so a write is
+    /// not known to have happened until its result was read.
+    func consume() async throws {
+        for try await _ in self {}
+    }
+}
+
+extension Duration {
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}

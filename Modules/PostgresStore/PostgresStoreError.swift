@@ -1,0 +1,42 @@
+/// What went wrong with the PostgreSQL store, and where.
+///
+/// ```swift
+/// do {
+///     try await storage.prepare()
+/// } catch {
+///     print(error)   // cannot reach PostgreSQL at "postgres://canopy@db:5432/canopy": connection refused
+/// }
+/// ```
+public enum PostgresStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The `--store` address is not a PostgreSQL URL the store understands.
+    case invalidURL(String, reason: String)
+    /// PostgreSQL could not be reached, or refused the credentials.
+    case cannotConnect(url: String, reason: String)
+    /// The database holds migrations this build does not know: a newer Canopy wrote it.
+    case newerSchema(applied: [String], known: [String])
+    /// Namespace `namespace` is served by `node`, whose lease has not run out.
+    case ownedElsewhere(namespace: String, node: String)
+    /// This process no longer owns `namespace`: another took it over (a higher epoch than
+    /// `epoch`). Nothing was written.
+    case fenced(namespace: String, epoch: Int64)
+    /// A statement failed; the transaction holding it changed nothing.
+    case query(operation: String, message: String)
+
+    public var description: String {
+        switch self {
+        case .invalidURL(let url, let reason):
+            "invalid PostgreSQL URL \"\(url)\": \(reason)"
+        case .cannotConnect(let url, let reason):
+            "cannot reach PostgreSQL at \"\(url)\": \(reason)"
+        case .newerSchema(let applied, let known):
+            "the database was migrated by a newer Canopy (it has \(applied.joined(separator: ", ")); "
+                + "this build knows \(known.joined(separator: ", "))"
+        case .ownedElsewhere(let namespace, let node):
+            "namespace \"\(namespace)\" is served by \(node)"
+        case .fenced(let namespace, let epoch):
+            "namespace \"\(namespace)\" was taken over by another server (this one held epoch \(epoch))"
+        case .query(let operation, let message):
+            "PostgreSQL failed \(operation): \(message)"
+        }
+    }
+}

@@ -1,0 +1,211 @@
+import Foundation
+import Synchronization
+
+/// A private PostgreSQL cluster for one test: `initdb` into a temporary folder, the server started
+/// as a child process on a Unix socket only (no TCP port), stopped and removed by ``stop()``. Run as
+/// root, PostgreSQL's programs run as the `postgres` user (PostgreSQL refuses root), through
+/// `setpriv`.
+///
+/// The server is this process's own child rather than `pg_ctl`'s daemon: Foundation's `Process`
+/// does not see `pg_ctl start` exit while the daemon it leaves holds descriptors inherited from it.
+///
+/// ```swift
+/// try await withPostgresCluster { cluster in
+///     let storage = PostgresStorage(location: try PostgresLocation(cluster.url), node: "n1", logger: logger)
+/// }
+/// ```
+public final class PostgresTestCluster: Sendable {
+    private let server = Mutex<Process?>(nil)
+    public enum Failure: Error, CustomStringConvertible {
+        case notInstalled
+        case command([String], status: Int32, output: String)
+
+        public var description: String {
+            switch self {
+            case .notInstalled:
+                "PostgreSQL's server programs were not found (/usr/lib/postgresql/*/bin); install Debian's postgresql"
+            case .command(let arguments, let status, let output):
+                "\(arguments.joined(separator: " ")) exited with \(status): \(output)"
+            }
+        }
+    }
+
+    public let folder: String
+    /// The port in the socket's name (`.s.PGSQL.<port>`); nothing listens on TCP.
+    public let port: Int
+    private let binaries: String
+    private var data: String { folder + "/data" }
+    private var socketDirectory: String { folder + "/socket" }
+
+    /// The `--store` URL of the cluster's `postgres` database.
+    public var url: String { "postgres://postgres@localhost:\(port)/postgres?host=\(socketDirectory)" }
+
+    private init(folder: String, port: Int, binaries: String) {
+        self.folder = folder
+        self.port = port
+        self.binaries = binaries
+    }
+
+    /// Creates and starts a cluster (about a second).
+    public static func start() async throws -> PostgresTestCluster {
+        guard let binaries = installedBinaries() else { throw Failure.notInstalled }
+        let folder = try TestServer.makeTemporaryDirectory()
+        let cluster = PostgresTestCluster(folder: folder, port: Int.random(in: 20_000..<60_000), binaries: binaries)
+        do {
+            try FileManager.default.createDirectory(atPath: cluster.socketDirectory, withIntermediateDirectories: true)
+            if geteuid() == 0 {
+                for path in [folder, cluster.socketDirectory] {
+                    try FileManager.default.setAttributes([.ownerAccountName: "postgres"], ofItemAtPath: path)
+                }
+            }
+            try await cluster.run("initdb", "-D", cluster.data, "-A", "trust", "-U", "postgres", "--no-sync")
+            let settings = """
+                listen_addresses = ''
+                port = \(cluster.port)
+                unix_socket_directories = '\(cluster.socketDirectory)'
+                fsync = off
+                max_connections = 200
+                """
+            let configuration = cluster.data + "/postgresql.conf"
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: configuration))
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data(("\n" + settings + "\n").utf8))
+            try handle.close()
+            try await cluster.startServer()
+        } catch {
+            await cluster.stop()
+            throw error
+        }
+        return cluster
+    }
+
+    /// Restarts the server; `immediate` stops it as a crash would (SIGQUIT: no checkpoint, the next
+    /// start recovers from the write-ahead log).
+    public func restart(immediate: Bool = false) async throws {
+        await stopServer(signal: immediate ? SIGQUIT : SIGINT)
+        try await startServer()
+    }
+
+    /// Stops the server (a fast shutdown, SIGINT), keeping its files.
+    public func stopServer() async {
+        await stopServer(signal: SIGINT)
+    }
+
+    private func stopServer(signal: Int32) async {
+        guard
+            let process = server.withLock({ state -> Process? in
+                defer { state = nil }
+                return state
+            })
+        else { return }
+        await withCheckedContinuation { (exited: CheckedContinuation<Void, Never>) in
+            let pending = Mutex<CheckedContinuation<Void, Never>?>(exited)
+            let resume: @Sendable () -> Void = { pending.withLock { $0.take() }?.resume() }
+            process.terminationHandler = { _ in resume() }
+            if process.isRunning { kill(process.processIdentifier, signal) } else { resume() }
+        }
+    }
+
+    /// Starts the server and waits until it answers.
+    public func startServer() async throws {
+        var command = [binaries + "/postgres", "-D", data]
+        if geteuid() == 0 { command = Self.asPostgres + command }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
+        let logFile = folder + "/server.log"
+        if !FileManager.default.fileExists(atPath: logFile) {
+            _ = FileManager.default.createFile(atPath: logFile, contents: nil)
+        }
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logFile))
+        try log.seekToEnd()
+        process.standardOutput = log
+        process.standardError = log
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        try? log.close()
+        server.withLock { $0 = process }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while true {
+            do {
+                try await psql("SELECT 1")
+                return
+            } catch {
+                guard ContinuousClock.now < deadline, process.isRunning else {
+                    let text = (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
+                    throw Failure.command(
+                        command, status: process.isRunning ? 0 : process.terminationStatus,
+                        output: "did not answer within 30 s: \(text.suffix(2000))")
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+    }
+
+    /// Runs `sql` with `psql` and returns its unaligned output (`-At`).
+    @discardableResult
+    public func psql(_ sql: String) async throws -> String {
+        try await run(
+            "psql", "-h", socketDirectory, "-p", "\(port)", "-U", "postgres", "-At", "-v", "ON_ERROR_STOP=1",
+            "-c", sql)
+    }
+
+    /// Stops the server and removes its folder.
+    public func stop() async {
+        await stopServer(signal: SIGQUIT)
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    private static let asPostgres = ["/usr/bin/setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--"]
+
+    /// The newest PostgreSQL's server programs, as Debian installs them.
+    private static func installedBinaries() -> String? {
+        let root = "/usr/lib/postgresql"
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        let newest = versions.compactMap(Int.init).sorted().last
+        guard let newest else { return nil }
+        let binaries = "\(root)/\(newest)/bin"
+        return FileManager.default.isExecutableFile(atPath: binaries + "/pg_ctl") ? binaries : nil
+    }
+
+    @discardableResult
+    private func run(_ program: String, _ arguments: String...) async throws -> String {
+        let executable = program == "psql" ? "/usr/bin/psql" : binaries + "/" + program
+        var command = [executable] + arguments
+        if geteuid() == 0 { command = Self.asPostgres + command }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
+        process.currentDirectoryURL = URL(fileURLWithPath: folder)
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+            process.terminationHandler = { process in continuation.resume(returning: process.terminationStatus) }
+            do {
+                try process.run()
+            } catch {
+                process.terminationHandler = nil
+                continuation.resume(throwing: error)
+            }
+        }
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        guard status == 0 else { throw Failure.command(command, status: status, output: text) }
+        return text.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+/// Runs `body` with a fresh PostgreSQL cluster, stopped and removed afterwards.
+public func withPostgresCluster<Result: Sendable>(
+    _ body: (PostgresTestCluster) async throws -> Result
+) async throws -> Result {
+    let cluster = try await PostgresTestCluster.start()
+    do {
+        let result = try await body(cluster)
+        await cluster.stop()
+        return result
+    } catch {
+        await cluster.stop()
+        throw error
+    }
+}

@@ -1,0 +1,185 @@
+import CanopyTesting
+import Dispatch
+import Foundation
+import Logging
+import Persistence
+import PostgresStore
+import Testing
+import Tree
+
+/// The PostgreSQL store against a real PostgreSQL (a private cluster per test): the same writes
+/// give the same tree as every other store, migrations run once and refuse a newer schema, and a
+/// process that lost a namespace's lease can never commit to it.
+@Suite struct PostgresServerStoreTests {
+    private static let logger = Logger(label: "canopy.tests.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    /// The store's calls block: run them on a dispatch thread, as the server runs them on the
+    /// commit queue's and NIO's blocking pool, not on a thread of Swift's cooperative pool.
+    private static func blocking<Value: Sendable>(_ body: @escaping @Sendable () throws -> Value) async throws -> Value
+    {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
+    /// A prepared storage for `node` on `cluster`, its pool running for the duration of `body`.
+    private static func withStorage<Value: Sendable>(
+        _ cluster: PostgresTestCluster, node: String = "node1", leaseDuration: Duration = .seconds(5),
+        _ body: (PostgresStorage) async throws -> Value
+    ) async throws -> Value {
+        let storage = PostgresStorage(
+            location: try PostgresLocation(cluster.url), node: node, leaseDuration: leaseDuration, logger: logger)
+        let pool = Task { await storage.run() }
+        defer { pool.cancel() }
+        try await storage.prepare()
+        return try await body(storage)
+    }
+
+    @Test(arguments: [1, 2, 3] as [UInt64])
+    func randomWritesAgreeWithTheTreeAndSurviveReopening(seed: UInt64) async throws {
+        try await withPostgresCluster { cluster in
+            try await Self.withStorage(cluster) { storage in
+                var generator = StoredWriteGenerator(random: SeededGenerator(seed: seed))
+                let store = try await Self.blocking { try storage.open("equivalence") }
+                var expected = Node.empty
+                for step in 0..<150 {
+                    let writes = (0..<Int.random(in: 1...3, using: &generator.random)).map { _ in generator.write() }
+                    for write in writes { expected = expected.updating(at: write.path, to: write.node) }
+                    try await Self.blocking { try store.commit(writes) }
+                    let stored = try await Self.blocking { try store.loadTree() }
+                    #expect(
+                        stored == expected, "seed \(seed) step \(step) after \(writes.map { "\($0.path)=\($0.node)" })")
+                    if stored != expected { return }
+                }
+                try await Self.blocking { try store.close() }
+                let reopened = try await Self.blocking { try storage.open("equivalence") }
+                #expect(try await Self.blocking { try reopened.loadTree() } == expected)
+                #expect(reopened.epoch == store.epoch + 1)
+            }
+        }
+    }
+
+    @Test func namespacesAndSettingsAreSeparate() async throws {
+        try await withPostgresCluster { cluster in
+            try await Self.withStorage(cluster) { storage in
+                #expect(try await Self.blocking { try storage.namespaceExists("a") } == false)
+                let a = try await Self.blocking { try storage.open("a") }
+                let b = try await Self.blocking { try storage.open("b") }
+                #expect(try await Self.blocking { try storage.namespaceExists("a") })
+                try await Self.blocking {
+                    try a.commit([StoredWrite(path: "x", node: Node(.number(1)))])
+                    try b.commit([StoredWrite(path: "x/y", node: Node(.string("b")))])
+                    try a.setSetting("rules", .object(["rules": .object([".read": .bool(true)])]))
+                }
+                #expect(
+                    try await Self.blocking { try a.loadTree() } == Node(children: [(ChildKey("x"), Node(.number(1)))]))
+                #expect(try await Self.blocking { try b.setting("rules") } == nil)
+                #expect(
+                    try await Self.blocking { try a.setting("rules") }
+                        == .object(["rules": .object([".read": .bool(true)])]))
+                try await Self.blocking { try a.setSetting("rules", nil) }
+                #expect(try await Self.blocking { try a.setting("rules") } == nil)
+            }
+        }
+    }
+
+    @Test func aProcessThatLostTheLeaseCannotCommit() async throws {
+        try await withPostgresCluster { cluster in
+            try await Self.withStorage(cluster, node: "node1") { first in
+                try await Self.withStorage(cluster, node: "node2") { second in
+                    let old = try await Self.blocking { try first.open("fenced") }
+                    try await Self.blocking { try old.commit([StoredWrite(path: "v", node: Node(.number(1)))]) }
+
+                    // While node1's lease runs, node2 cannot take the namespace.
+                    await #expect(throws: PostgresStoreError.ownedElsewhere(namespace: "fenced", node: "node1")) {
+                        try await Self.blocking { try second.open("fenced") }
+                    }
+
+                    // node1 pauses past its lease; node2 takes over with a higher epoch.
+                    try await cluster.psql("UPDATE canopy_owner SET lease_until = now() - interval '1 second'")
+                    let new = try await Self.blocking { try second.open("fenced") }
+                    #expect(new.epoch == old.epoch + 1)
+
+                    await #expect(throws: PostgresStoreError.fenced(namespace: "fenced", epoch: old.epoch)) {
+                        try await Self.blocking { try old.commit([StoredWrite(path: "v", node: Node(.number(2)))]) }
+                    }
+                    await #expect(throws: PostgresStoreError.fenced(namespace: "fenced", epoch: old.epoch)) {
+                        try await Self.blocking { try old.setSetting("rules", .string("{}")) }
+                    }
+                    try await Self.blocking { try new.commit([StoredWrite(path: "w", node: Node(.number(3)))]) }
+                    #expect(
+                        try await Self.blocking { try new.loadTree() }
+                            == Node(children: [(ChildKey("v"), Node(.number(1))), (ChildKey("w"), Node(.number(3)))]))
+                    #expect(try await cluster.psql("SELECT node, epoch FROM canopy_owner") == "node2|\(new.epoch)")
+
+                    // Closing releases the lease: node1 may take the namespace back at once.
+                    try await Self.blocking { try new.close() }
+                    let back = try await Self.blocking { try first.open("fenced") }
+                    #expect(back.epoch == new.epoch + 1)
+                }
+            }
+        }
+    }
+
+    @Test func aLeaseIsRenewedWhileTheNamespaceIsOpen() async throws {
+        try await withPostgresCluster { cluster in
+            // Renewed every second: a renewal late by 2 s (a busy CI machine) would still hold it.
+            try await Self.withStorage(cluster, node: "node1", leaseDuration: .seconds(3)) { first in
+                try await Self.withStorage(cluster, node: "node2") { second in
+                    let store = try await Self.blocking { try first.open("renewed") }
+                    try await Task.sleep(for: .seconds(7))
+                    await #expect(throws: PostgresStoreError.ownedElsewhere(namespace: "renewed", node: "node1")) {
+                        try await Self.blocking { try second.open("renewed") }
+                    }
+                    try await Self.blocking { try store.close() }
+                    _ = try await Self.blocking { try second.open("renewed") }
+                }
+            }
+        }
+    }
+
+    @Test func migrationsRunOnceAndANewerSchemaIsRefused() async throws {
+        try await withPostgresCluster { cluster in
+            try await Self.withStorage(cluster) { storage in
+                try await storage.prepare()
+                #expect(try await cluster.psql("SELECT string_agg(name, ',') FROM canopy_migrations") == "v1")
+                try await cluster.psql("INSERT INTO canopy_migrations (name) VALUES ('v9-from-the-future')")
+                await #expect(
+                    throws: PostgresStoreError.newerSchema(applied: ["v1", "v9-from-the-future"], known: ["v1"])
+                ) {
+                    try await storage.prepare()
+                }
+            }
+        }
+    }
+
+    @Test func unreachableServersAndUnknownUsersAreClearErrors() async throws {
+        try await withPostgresCluster { cluster in
+            let unknownUser = cluster.url.replacingOccurrences(
+                of: "postgres://postgres@", with: "postgres://nobody:pw@")
+            let storage = PostgresStorage(
+                location: try PostgresLocation(unknownUser), node: "n", logger: Self.logger)
+            let pool = Task { await storage.run() }
+            defer { pool.cancel() }
+            do {
+                try await storage.prepare()
+                Issue.record("an unknown user was let in")
+            } catch {
+                #expect("\(error)".contains("role \"nobody\" does not exist"), "\(error)")
+                #expect(!"\(error)".contains(":pw@"), "the password is shown: \(error)")
+            }
+        }
+        let nowhere = PostgresStorage(
+            location: try PostgresLocation("postgres://canopy@localhost:1/canopy?host=/nonexistent"), node: "n",
+            logger: Self.logger)
+        let pool = Task { await nowhere.run() }
+        defer { pool.cancel() }
+        await #expect {
+            try await nowhere.prepare()
+        } throws: { error in
+            guard case .cannotConnect(let url, _)? = error as? PostgresStoreError else { return false }
+            return url == "postgres://canopy@localhost:1/canopy?host=/nonexistent"
+        }
+        #expect(throws: PostgresStoreError.self) { try PostgresLocation("mysql://x@y/z") }
+    }
+}
