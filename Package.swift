@@ -126,7 +126,7 @@ let package = Package(
         .target(
             name: "CanopyServer",
             dependencies: [
-                "Tree", "Query", "Persistence", "Transport", "Presence", "Auth", "Rules",
+                "Tree", "Query", "Persistence", "PostgresStore", "Transport", "Presence", "Auth", "Rules",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

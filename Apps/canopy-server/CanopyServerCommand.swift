@@ -28,6 +28,26 @@ struct CanopyServerCommand: AsyncParsableCommand {
     @Flag(help: "Keep data in memory only (nothing is written to disk). (CANOPY_IN_MEMORY=true)")
     var inMemory = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Where namespaces live: sqlite (one file per namespace in --data), or PostgreSQL 15+ as "
+                + "postgres://USER[:PASSWORD]@HOST:PORT/DB (?host=/socket/directory for a Unix socket). "
+                + "(CANOPY_STORE)",
+            valueName: "sqlite|url"))
+    var store: String = env("CANOPY_STORE") ?? "sqlite"
+
+    @Option(
+        help: ArgumentHelp(
+            "With a PostgreSQL --store: this process's name among the servers sharing the database "
+                + "(default HOSTNAME:PORT). (CANOPY_NODE_NAME)"))
+    var nodeName: String = env("CANOPY_NODE_NAME") ?? ""
+
+    @Option(
+        help: ArgumentHelp(
+            "With a PostgreSQL --store: seconds a namespace stays this process's without a commit or a renewal. "
+                + "(CANOPY_LEASE_DURATION)"))
+    var leaseDuration: Double = env("CANOPY_LEASE_DURATION").flatMap(Double.init) ?? 5
+
     @Option(help: "Namespace for clients that name none. (CANOPY_DEFAULT_NAMESPACE)")
     var defaultNamespace: String = env("CANOPY_DEFAULT_NAMESPACE") ?? "default"
 
@@ -230,6 +250,13 @@ struct CanopyServerCommand: AsyncParsableCommand {
         // Not the flag's default: ArgumentParser refuses a flag without inversion that defaults to true.
         let keepInMemory = inMemory || envFlag("CANOPY_IN_MEMORY") == true
         configuration.dataDirectory = keepInMemory ? nil : dataDirectory
+        if store != "sqlite" {
+            guard !keepInMemory else { throw ValidationError("--store and --in-memory exclude each other") }
+            configuration.postgresURL = store
+        }
+        configuration.nodeName = nodeName.isEmpty ? nil : nodeName
+        guard leaseDuration >= 1 else { throw ValidationError("--lease-duration must be at least 1 second") }
+        configuration.leaseDuration = .milliseconds(Int(leaseDuration * 1000))
         configuration.defaultNamespace = defaultNamespace
         configuration.createsNamespaces = createNamespaces ?? envFlag("CANOPY_CREATE_NAMESPACES")
         configuration.maxOpenNamespaces = maxOpenNamespaces

@@ -53,6 +53,8 @@ extension CanopyServer {
             return Self.error(.internalServerError, "Storage error: \(reason)")
         } catch .tooManyOpen(let limit) {
             return Self.error(.serviceUnavailable, "Too many namespaces in use (at most \(limit)); try again later")
+        } catch .servedElsewhere(let name, let node) {
+            return Self.error(.serviceUnavailable, "Namespace \"\(name)\" is served by \(node)")
         } catch .shuttingDown {
             return Self.error(.serviceUnavailable, "The server is shutting down")
         }

@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdCore
 public import Logging
 import NIOCore
+import PostgresStore
 import Rules
 import ServiceLifecycle
 import Synchronization
@@ -93,7 +94,8 @@ public struct CanopyServer: Sendable {
     public func run(
         handleSignals: Bool = false, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
-        try configuration.prepareDataDirectory()
+        let postgres = try await preparePostgres()
+        if postgres == nil { try configuration.prepareDataDirectory() }
         IndexRetention.maxPerNode = configuration.maxQueryIndexesPerNode
         IndexRetention.unusedLifetime = configuration.queryIndexIdleTimeout
         try await prepareAuthentication()
@@ -111,12 +113,39 @@ public struct CanopyServer: Sendable {
             logger: logger)
         group.maximumGracefulShutdownDuration = configuration.shutdownTimeout
         group.maximumCancellationDuration = .seconds(5)
+        // The pool outlives the services: the last commits run as the database service stops.
+        defer { postgres?.pool.cancel() }
         do {
             try await ServiceGroup(configuration: group).run()
         } catch let error as IOError where error.errnoCode == EADDRINUSE {
             throw StartupError.addressInUse(host: configuration.host, port: configuration.port)
         }
         logger.info("canopy-server stopped")
+    }
+
+    /// With ``ServerConfiguration/postgresURL``: starts the connection pool, checks that PostgreSQL
+    /// answers and migrates it, before anything is served.
+    private func preparePostgres() async throws(StartupError) -> (storage: PostgresStorage, pool: Task<Void, Never>)? {
+        guard let url = configuration.postgresURL else { return nil }
+        let location: PostgresLocation
+        do {
+            location = try PostgresLocation(url)
+        } catch {
+            throw .store(problem: error.description)
+        }
+        let node = configuration.nodeName ?? "\(ProcessInfo.processInfo.hostName):\(configuration.port)"
+        let storage = PostgresStorage(
+            location: location, node: node, leaseDuration: configuration.leaseDuration, logger: logger)
+        let pool = Task { await storage.run() }
+        do {
+            try await storage.prepare()
+        } catch {
+            pool.cancel()
+            throw .store(problem: error.description)
+        }
+        await databases.usePostgres(storage)
+        logger.info("keeping namespaces in PostgreSQL", metadata: ["store": "\(location)", "node": "\(node)"])
+        return (storage, pool)
     }
 
     /// Makes the token verifier and reads the rules file, before anything is served.

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOPosix
 import Persistence
+import PostgresStore
 import Prometheus
 import ServiceLifecycle
 import Tree
@@ -27,6 +28,8 @@ actor DatabaseRegistry {
     private let logger: Logger
     /// Rules given at start (`--rules`), applied to each database as it opens.
     private var startupRules: StartupRules?
+    /// Where namespaces live with ``ServerConfiguration/postgresURL``.
+    private var postgres: PostgresStorage?
 
     init(configuration: ServerConfiguration, metrics: ServerMetrics, logger: Logger) {
         self.configuration = configuration
@@ -37,6 +40,11 @@ actor DatabaseRegistry {
     /// Applies `rules` to every database opened from now on (before any is, at start).
     func useRules(_ rules: StartupRules) {
         startupRules = rules
+    }
+
+    /// Keeps namespaces opened from now on in PostgreSQL (before any is, at start).
+    func usePostgres(_ storage: PostgresStorage) {
+        postgres = storage
     }
 
     /// Whether `name` can name a database: 1–63 of `a-z`, `0-9`, `-`, `_`.
@@ -52,6 +60,8 @@ actor DatabaseRegistry {
         case storage(String)
         /// ``ServerConfiguration/maxOpenNamespaces`` are open and each is in use.
         case tooManyOpen(limit: Int)
+        /// Another server process holds the namespace's lease in PostgreSQL.
+        case servedElsewhere(String, node: String)
         /// The server is stopping: namespaces that are not open stay closed.
         case shuttingDown
     }
@@ -91,9 +101,10 @@ actor DatabaseRegistry {
                     metadata: ["namespace": "\(name)", "max_open_namespaces": "\(configuration.maxOpenNamespaces)"])
                 throw .tooManyOpen(limit: configuration.maxOpenNamespaces)
             }
-            let task = Task { [configuration, startupRules, metrics, logger] in
+            let task = Task { [configuration, startupRules, postgres, metrics, logger] in
                 await Self.openNamespace(
-                    name, configuration: configuration, rules: startupRules, metrics: metrics, logger: logger)
+                    name, configuration: configuration, rules: startupRules, postgres: postgres, metrics: metrics,
+                    logger: logger)
             }
             opening[name] = task
             let result = await task.value
@@ -112,8 +123,8 @@ actor DatabaseRegistry {
 
     /// Opens the store and loads the tree, on the blocking thread pool.
     private static func openNamespace(
-        _ name: String, configuration: ServerConfiguration, rules: StartupRules?, metrics: ServerMetrics,
-        logger: Logger
+        _ name: String, configuration: ServerConfiguration, rules: StartupRules?, postgres: PostgresStorage?,
+        metrics: ServerMetrics, logger: Logger
     ) async -> Result<OpenNamespace, LookupError> {
         let creates = configuration.createsNamespacesOnWrite || name == configuration.defaultNamespace
         let initialSettings: [String: JSONValue] = rules.map { ["rules": .string($0.text)] } ?? [:]
@@ -123,7 +134,33 @@ actor DatabaseRegistry {
                 try await NIOThreadPool.singleton.runIfActive { () throws(LookupError) -> OpenNamespace in
                     let store: any ServerStore
                     var deferred: DeferredServerStore?
-                    if let folder = configuration.dataDirectory {
+                    if let postgres {
+                        let exists: Bool
+                        do {
+                            exists = try postgres.namespaceExists(name)
+                        } catch {
+                            throw storageFailure(name, error, logger: logger)
+                        }
+                        if exists {
+                            do throws(PostgresStoreError) {
+                                store = try postgres.open(name)
+                            } catch {
+                                if case .ownedElsewhere(_, let node) = error {
+                                    throw .servedElsewhere(name, node: node)
+                                }
+                                throw storageFailure(name, error, logger: logger)
+                            }
+                        } else {
+                            guard creates else {
+                                metrics.tripped(.namespaceCreation)
+                                throw .unknown(name)
+                            }
+                            let created = DeferredServerStore(initialSettings: initialSettings) {
+                                try postgres.open(name)
+                            }
+                            (store, deferred) = (created, created)
+                        }
+                    } else if let folder = configuration.dataDirectory {
                         let file = URL(fileURLWithPath: folder).appendingPathComponent("\(name).sqlite").path
                         if FileManager.default.fileExists(atPath: file) {
                             do {
@@ -163,7 +200,7 @@ actor DatabaseRegistry {
                     }
                     return OpenNamespace(
                         name: name, database: database, store: store, queue: queue, deferred: deferred,
-                        keepsDataInMemory: configuration.dataDirectory == nil)
+                        keepsDataInMemory: postgres == nil && configuration.dataDirectory == nil)
                 })
         } catch let error as LookupError {
             return .failure(error)

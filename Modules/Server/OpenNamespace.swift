@@ -53,12 +53,13 @@ final class OpenNamespace: Sendable {
         }
     }
 
-    /// Commits what is queued, then closes the store (on the blocking thread pool).
+    /// Commits what is queued, then closes the store (on the blocking thread pool), also when the
+    /// server is being cancelled: a PostgreSQL store releases its lease there.
     func close() async {
         queue.finish()
         await committer.value
         let store = store
-        _ = try? await NIOThreadPool.singleton.runIfActive { try store.close() }
+        await Task { _ = try? await NIOThreadPool.singleton.runIfActive { try store.close() } }.value
     }
 }
 

@@ -142,6 +142,7 @@ final class RealtimeConnection: Subscriber, FlushTarget {
         case .unknown: "unknown namespace \"\(namespace)\""
         case .storage(let reason): "namespace \"\(namespace)\" could not be opened: \(reason)"
         case .tooManyOpen(let limit): "too many namespaces in use (at most \(limit)); try again later"
+        case .servedElsewhere(_, let node): "namespace \"\(namespace)\" is served by \(node)"
         case .shuttingDown: "the server is shutting down"
         }
     }

@@ -7,8 +7,19 @@ public struct ServerConfiguration: Sendable {
     public var host: String = "127.0.0.1"
     /// Port to bind; `0` picks a free one (default `9000`).
     public var port: Int = 9000
-    /// Folder holding one SQLite database per namespace; `nil` keeps data in memory only.
+    /// Folder holding one SQLite database per namespace; `nil` keeps data in memory only. Unused
+    /// with ``postgresURL``.
     public var dataDirectory: String? = "./canopy-data"
+    /// A PostgreSQL URL (`postgres://USER@HOST:PORT/DATABASE`, `?host=/socket/directory` for a Unix
+    /// socket): every namespace is kept in that database instead of ``dataDirectory``, and this
+    /// process serves a namespace only while it holds its lease there.
+    public var postgresURL: String?
+    /// This process's name among the servers sharing ``postgresURL`` (default `<hostname>:<port>`):
+    /// a process started again under the same name takes its namespaces back at once; another
+    /// waits until their leases ran out.
+    public var nodeName: String?
+    /// How long a namespace stays this process's in PostgreSQL without a commit or a renewal.
+    public var leaseDuration: Duration = .seconds(5)
     /// The namespace of clients that name none (no `ns`, and a Host that is an IP or localhost).
     public var defaultNamespace: String = "default"
     /// Whether a write to a namespace that does not exist creates it (otherwise it is refused: REST

@@ -8,6 +8,8 @@ public enum StartupError: Error, CustomStringConvertible {
     case rules(path: String, problem: String)
     /// The authentication settings are unusable (a short secret, an unreadable key set).
     case authentication(problem: String)
+    /// The PostgreSQL store cannot be used (`--store`).
+    case store(problem: String)
 
     public var description: String {
         switch self {
@@ -16,6 +18,7 @@ public enum StartupError: Error, CustomStringConvertible {
             "cannot listen on \(host):\(port): address already in use (is another server running? choose another --port)"
         case .rules(let path, let problem): "cannot use rules file \(path): \(problem)"
         case .authentication(let problem): "cannot set up authentication: \(problem)"
+        case .store(let problem): "cannot use the PostgreSQL store: \(problem)"
         }
     }
 }

@@ -1,0 +1,89 @@
+import CanopyTesting
+import Foundation
+import Testing
+import Transport
+import Tree
+
+@testable import CanopyServer
+
+/// canopy-server with `--store postgres://…` against a private PostgreSQL: what a client writes is
+/// acknowledged once PostgreSQL holds it and reads back after a restart, a namespace is served by
+/// one process at a time, and a store that cannot be used stops the server at start.
+@Suite struct PostgresServerTests {
+    private static func configure(_ cluster: PostgresTestCluster, node: String) -> (inout ServerConfiguration) -> Void {
+        { configuration in
+            configuration.postgresURL = cluster.url
+            configuration.nodeName = node
+        }
+    }
+
+    @Test func acknowledgedWritesAreInPostgreSQLAndReadBackAfterARestart() async throws {
+        try await withPostgresCluster { cluster in
+            try await withTestServer(configure: Self.configure(cluster, node: "node1")) { server in
+                let client = try await RealtimeTestClient.connect(to: server, namespace: "kept")
+                try await client.put("users/ada", ["name": "Ada", "age": 36])
+                try await client.requestOK(.merge(path: "users", data: ["bob": ["name": "Bob"], "ada/age": 37]))
+                try await client.put("users/ada/.priority", 5)
+                // Acknowledged means committed: PostgreSQL holds every row now.
+                #expect(
+                    try await cluster.psql(
+                        "SELECT string_agg(path || '=' || value, ' ' ORDER BY path) FROM canopy_nodes")
+                        == #"users/ada/.priority=5 users/ada/age=37 users/ada/name="Ada" users/bob/name="Bob""#)
+                let rules = try await server.http(
+                    .PUT, "/.settings/rules.json?ns=kept", headers: [("Authorization", "Bearer owner")],
+                    body: #"{"rules": {".read": true, ".write": true}}"#)
+                #expect(rules.status == 200)
+                await client.close()
+            }
+            try await withTestServer(configure: Self.configure(cluster, node: "node1")) { server in
+                let export = try await server.http(.GET, "/users.json?ns=kept&format=export")
+                #expect(
+                    export.json == [
+                        "ada": [".priority": 5, "age": 37, "name": "Ada"], "bob": ["name": "Bob"],
+                    ])
+                let rules = try await server.http(
+                    .GET, "/.settings/rules.json?ns=kept", headers: [("Authorization", "Bearer owner")])
+                #expect(rules.json == ["rules": [".read": true, ".write": true]])
+            }
+            // Each start took the namespace again, under a higher epoch.
+            #expect(
+                try await cluster.psql("SELECT node || ' ' || epoch FROM canopy_owner WHERE ns = 'kept'") == "node1 2")
+        }
+    }
+
+    @Test func aNamespaceIsServedByOneProcessAtATime() async throws {
+        try await withPostgresCluster { cluster in
+            try await withTestServer(configure: Self.configure(cluster, node: "node-b")) { second in
+                try await withTestServer(configure: Self.configure(cluster, node: "node-a")) { first in
+                    #expect(try await first.http(.PUT, "/v.json?ns=shared", body: "1").status == 200)
+                    let refused = try await second.http(.GET, "/v.json?ns=shared")
+                    #expect(refused.status == 503)
+                    #expect(refused.json == ["error": #"Namespace "shared" is served by node-a"#])
+                    // A realtime client is refused too (until redirects come, by an error and a close).
+                    let client = try await RealtimeTestClient.connect(to: second, namespace: "shared")
+                    await #expect(throws: (any Error).self) {
+                        try await client.request(.listen(path: "/v", query: nil, tag: nil, hash: nil))
+                    }
+                    await client.close()
+                }
+                // node-a stopped and released the namespace: node-b serves it at once.
+                let served = try await second.http(.GET, "/v.json?ns=shared")
+                #expect(served.status == 200 && served.body == "1", "status \(served.status): \(served.body)")
+            }
+        }
+    }
+
+    @Test func aStoreThatCannotBeUsedStopsTheServerAtStart() async throws {
+        var configuration = TestServer.defaultConfiguration(dataDirectory: nil)
+        configuration.postgresURL = "postgres://canopy@localhost:1/canopy?host=/nonexistent"
+        await #expect {
+            _ = try await TestServer.start(configuration: configuration)
+        } throws: { error in
+            guard case .store(let problem)? = error as? StartupError else { return false }
+            return problem.hasPrefix(
+                "cannot reach PostgreSQL at \"postgres://canopy@localhost:1/canopy?host=/nonexistent\"")
+        }
+        configuration.postgresURL = "mysql://canopy@db/canopy"
+        await #expect(throws: StartupError.self) { _ = try await TestServer.start(configuration: configuration) }
+    }
+}
