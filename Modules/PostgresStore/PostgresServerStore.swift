@@ -141,6 +141,12 @@ public final class PostgresServerStore: ServerStore {
         }
     }
 
+    /// Stops renewing the lease, as a process paused past it would; commits still renew it (and
+    /// fail once another process took the namespace).
+    public func suspendLeaseRenewal() {
+        renewal.withLock { $0 }?.cancel()
+    }
+
     private func renewLease() async {
         let lease = storage.leaseDuration.milliseconds
         do {

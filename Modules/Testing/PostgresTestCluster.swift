@@ -177,9 +177,15 @@ public final class PostgresTestCluster: Sendable {
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())
         process.currentDirectoryURL = URL(fileURLWithPath: folder)
-        let output = Pipe()
+        // A file, not a pipe: a server started meanwhile from another thread may inherit the pipe's
+        // write end, and a read to its end would then wait as long as that server runs.
+        let outputPath = folder + "/command-\(UUID().uuidString).out"
+        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
         process.standardOutput = output
         process.standardError = output
+        process.standardInput = FileHandle.nullDevice
         let status: Int32 = try await withCheckedThrowingContinuation { continuation in
             process.terminationHandler = { process in continuation.resume(returning: process.terminationStatus) }
             do {
@@ -189,7 +195,8 @@ public final class PostgresTestCluster: Sendable {
                 continuation.resume(throwing: error)
             }
         }
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        try? output.close()
+        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
         guard status == 0 else { throw Failure.command(command, status: status, output: text) }
         return text.trimmingCharacters(in: .whitespacesAndNewlines)
     }

@@ -9,7 +9,8 @@ import Tree
 /// canopy-server with `--store postgres://…` against a private PostgreSQL: what a client writes is
 /// acknowledged once PostgreSQL holds it and reads back after a restart, a namespace is served by
 /// one process at a time, and a store that cannot be used stops the server at start.
-@Suite struct PostgresServerTests {
+// One cluster at a time: starting several at once on a 2-core machine starves the other suites.
+@Suite(.serialized) struct PostgresServerTests {
     private static func configure(_ cluster: PostgresTestCluster, node: String) -> (inout ServerConfiguration) -> Void {
         { configuration in
             configuration.postgresURL = cluster.url

@@ -233,7 +233,8 @@ struct CommitQueueTests {
             release.wait()
             outcomes.withLock { $0.append("a") }
         }
-        let deadline = ContinuousClock.now + .seconds(10)
+        // Generous: when every suite runs at once, the committer's task may wait long for a thread.
+        let deadline = ContinuousClock.now + .seconds(60)
         while store.calls.withLock({ $0 }).isEmpty, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(5))
         }

@@ -10,15 +10,20 @@ import Tree
 /// The PostgreSQL store against a real PostgreSQL (a private cluster per test): the same writes
 /// give the same tree as every other store, migrations run once and refuse a newer schema, and a
 /// process that lost a namespace's lease can never commit to it.
-@Suite struct PostgresServerStoreTests {
+// One cluster at a time: starting several at once on a 2-core machine starves the other suites.
+@Suite(.serialized) struct PostgresServerStoreTests {
     private static let logger = Logger(label: "canopy.tests.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
 
-    /// The store's calls block: run them on a dispatch thread, as the server runs them on the
-    /// commit queue's and NIO's blocking pool, not on a thread of Swift's cooperative pool.
-    private static func blocking<Value: Sendable>(_ body: @escaping @Sendable () throws -> Value) async throws -> Value
-    {
+    /// The store's calls block: run them on a serial dispatch queue's thread, as the server runs
+    /// them on the commit queue's. Not `DispatchQueue.global()`: on Linux its threads are Swift's
+    /// cooperative pool, whose tasks the blocked call waits for.
+    private static func blocking<Value: Sendable>(
+        _ body: @escaping @Sendable () throws -> Value
+    ) async throws -> Value {
         try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
+            DispatchQueue(label: "canopy.tests.postgres.blocking").async {
+                continuation.resume(with: Result { try body() })
+            }
         }
     }
 
@@ -96,6 +101,7 @@ import Tree
                     }
 
                     // node1 pauses past its lease; node2 takes over with a higher epoch.
+                    old.suspendLeaseRenewal()
                     try await cluster.psql("UPDATE canopy_owner SET lease_until = now() - interval '1 second'")
                     let new = try await Self.blocking { try second.open("fenced") }
                     #expect(new.epoch == old.epoch + 1)
