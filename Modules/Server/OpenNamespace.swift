@@ -53,13 +53,14 @@ final class OpenNamespace: Sendable {
         }
     }
 
-    /// Commits what is queued, then closes the store (on the blocking thread pool), also when the
-    /// server is being cancelled: a PostgreSQL store releases its lease there.
+    /// Commits what is queued, then closes the store (on the blocking thread pool; a PostgreSQL
+    /// store releases its lease there). A server being cancelled skips the close: its cancellation
+    /// must not wait for the pool, and a lease not released runs out by itself.
     func close() async {
         queue.finish()
         await committer.value
         let store = store
-        await Task { _ = try? await NIOThreadPool.singleton.runIfActive { try store.close() } }.value
+        _ = try? await NIOThreadPool.singleton.runIfActive { try store.close() }
     }
 }
 

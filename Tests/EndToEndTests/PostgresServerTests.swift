@@ -11,10 +11,13 @@ import Tree
 /// one process at a time, and a store that cannot be used stops the server at start.
 // One cluster at a time: starting several at once on a 2-core machine starves the other suites.
 @Suite(.serialized) struct PostgresServerTests {
-    private static func configure(_ cluster: PostgresTestCluster, node: String) -> (inout ServerConfiguration) -> Void {
+    private static func configure(
+        _ cluster: PostgresTestCluster, node: String, leaseDuration: Duration = .seconds(5)
+    ) -> (inout ServerConfiguration) -> Void {
         { configuration in
             configuration.postgresURL = cluster.url
             configuration.nodeName = node
+            configuration.leaseDuration = leaseDuration
         }
     }
 
@@ -55,7 +58,11 @@ import Tree
     @Test func aNamespaceIsServedByOneProcessAtATime() async throws {
         try await withPostgresCluster { cluster in
             try await withTestServer(configure: Self.configure(cluster, node: "node-b")) { second in
-                try await withTestServer(configure: Self.configure(cluster, node: "node-a")) { first in
+                // A test server is stopped by cancellation, which skips releasing the lease: a short
+                // one runs out soon after.
+                try await withTestServer(configure: Self.configure(cluster, node: "node-a", leaseDuration: .seconds(1)))
+                {
+                    first in
                     #expect(try await first.http(.PUT, "/v.json?ns=shared", body: "1").status == 200)
                     let refused = try await second.http(.GET, "/v.json?ns=shared")
                     #expect(refused.status == 503)
@@ -67,8 +74,13 @@ import Tree
                     }
                     await client.close()
                 }
-                // node-a stopped and released the namespace: node-b serves it at once.
-                let served = try await second.http(.GET, "/v.json?ns=shared")
+                // node-a stopped; once its lease ran out node-b serves the namespace.
+                var served = try await second.http(.GET, "/v.json?ns=shared")
+                let deadline = ContinuousClock.now + .seconds(15)
+                while served.status == 503, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(100))
+                    served = try await second.http(.GET, "/v.json?ns=shared")
+                }
                 #expect(served.status == 200 && served.body == "1", "status \(served.status): \(served.body)")
             }
         }
