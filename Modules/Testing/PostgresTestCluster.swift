@@ -30,6 +30,11 @@ public final class PostgresTestCluster: Sendable {
         }
     }
 
+    /// Whether the PostgreSQL suites run: only when `CANOPY_TEST_POSTGRES=1`, which `.ci/run` sets
+    /// for a run of those suites on their own, after the rest. Run beside every other suite, they
+    /// coincided with a test process stalling until a server's cancellation passed its limit.
+    public static var isEnabled: Bool { ProcessInfo.processInfo.environment["CANOPY_TEST_POSTGRES"] == "1" }
+
     public let folder: String
     /// The port in the socket's name (`.s.PGSQL.<port>`); nothing listens on TCP.
     public let port: Int

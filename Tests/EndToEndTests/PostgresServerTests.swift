@@ -10,7 +10,7 @@ import Tree
 /// acknowledged once PostgreSQL holds it and reads back after a restart, a namespace is served by
 /// one process at a time, and a store that cannot be used stops the server at start.
 // One cluster at a time: starting several at once on a 2-core machine starves the other suites.
-@Suite(.serialized) struct PostgresServerTests {
+@Suite(.serialized, .enabled(if: PostgresTestCluster.isEnabled)) struct PostgresServerTests {
     private static func configure(
         _ cluster: PostgresTestCluster, node: String, leaseDuration: Duration = .seconds(5)
     ) -> (inout ServerConfiguration) -> Void {

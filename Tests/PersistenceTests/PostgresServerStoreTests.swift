@@ -11,7 +11,7 @@ import Tree
 /// give the same tree as every other store, migrations run once and refuse a newer schema, and a
 /// process that lost a namespace's lease can never commit to it.
 // One cluster at a time: starting several at once on a 2-core machine starves the other suites.
-@Suite(.serialized) struct PostgresServerStoreTests {
+@Suite(.serialized, .enabled(if: PostgresTestCluster.isEnabled)) struct PostgresServerStoreTests {
     private static let logger = Logger(label: "canopy.tests.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// The store's calls block: run them on a serial dispatch queue's thread, as the server runs
