@@ -54,13 +54,14 @@ final class OpenNamespace: Sendable {
     }
 
     /// Commits what is queued, then closes the store (on the blocking thread pool; a PostgreSQL
-    /// store releases its lease there). A server being cancelled skips the close: its cancellation
-    /// must not wait for the pool, and a lease not released runs out by itself.
+    /// store releases its lease there), also when the server is being cancelled: `runIfActive`
+    /// drops work whose task was cancelled, and an SQLite file left open keeps the next server that
+    /// opens it out ("database is locked", seen in CI after a restart).
     func close() async {
         queue.finish()
         await committer.value
         let store = store
-        _ = try? await NIOThreadPool.singleton.runIfActive { try store.close() }
+        await Task { _ = try? await NIOThreadPool.singleton.runIfActive { try store.close() } }.value
     }
 }
 
