@@ -7,9 +7,10 @@
 /// its last frame, and never before a whole ``interval`` of silence. Its onDisconnect operations
 /// run then.
 ///
-/// A check that comes more than two check intervals after the one before it never closes: the
+/// A check that comes more than two check intervals after the one before it does not close: the
 /// server itself was not running, and what the peer sent meanwhile may still wait to be read. The
-/// next check decides.
+/// next check decides, even if it is late too, so a server that stays overloaded still closes
+/// vanished peers.
 ///
 /// ```swift
 /// var heartbeat = Heartbeat(interval: .seconds(20))
@@ -32,6 +33,7 @@ public struct Heartbeat: Sendable {
     private var lastHeard: Duration = .zero
     private var lastPing: Duration = .zero
     private var lastCheck: Duration = .zero
+    private var forgaveLastCheck = false
     private var steps = 0
     private var heardSinceLastStep = true
 
@@ -54,9 +56,10 @@ public struct Heartbeat: Sendable {
 
     /// What to do at `time` (since the connection opened); `nil` when nothing is due.
     public mutating func check(at time: Duration) -> Action? {
-        let late = time - lastCheck > checkInterval * 2
+        let forgiven = time - lastCheck > checkInterval * 2 && !forgaveLastCheck
+        forgaveLastCheck = forgiven
         lastCheck = time
-        return action(at: time, mayClose: !late)
+        return action(at: time, mayClose: !forgiven)
     }
 
     private mutating func action(at time: Duration, mayClose: Bool) -> Action? {

@@ -118,10 +118,14 @@ struct OnlineTests {
             try await ref.setValue(true)
             try await ref.onDisconnectRemoveValue()
             try await ref.cancelDisconnectOperations()
+            // Registered after the cancel, so its landing shows the server has run what was left.
+            try await device.reference(withPath: "presence/gone").onDisconnectSetValue(true)
+            let gone = Recorder<Bool>()
+            observer.reference(withPath: "presence/gone").observe(.value) { gone.record($0.value as? Bool ?? false) }
             device.goOffline()
-            try await Task.sleep(for: .milliseconds(300))
-            let value = try await observer.reference(withPath: "presence/x").getData()
-            #expect(value.value as? Bool == true)
+            #expect(await gone.wait { $0.last == true }, "the uncancelled operation did not run: \(gone.all)")
+            let value = try await server.http(.GET, "/presence/x.json?ns=test")
+            #expect(value.json == true)
         }
     }
 

@@ -83,7 +83,8 @@ struct NamespaceTests {
                 let message = try await client.nextMessage()
                 await client.close()
                 return message
-            } catch RealtimeTestError.noHello(nil, true, let frames, _) where frames.isEmpty && attempt < 3 {
+            } catch RealtimeTestError.noHello(nil, true, _, _) where attempt < 3 {
+                // Also when the hello came after the 5 s wait, as it once did in a loaded CI run.
                 continue
             }
         }

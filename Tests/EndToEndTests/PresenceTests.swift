@@ -41,9 +41,10 @@ struct PresenceTests {
     }
 
     @Test func aSilentPeerIsDetectedByTheHeartbeatAndItsOperationsRun() async throws {
-        // 5 s: a live client (the observer) must answer each ping within about 3/4 of an interval,
-        // which a client starved by a busy machine missed with 2 s (a load average of 8 on 2 cores).
-        try await withClients(1, configure: { $0.heartbeatInterval = .seconds(5) }) { server, clients in
+        // 10 s: a live client (the observer) must answer each ping within about 3/4 of an interval,
+        // which a client starved by a busy machine missed with 2 s (a load average of 8 on 2 cores)
+        // and once with 5 s in CI.
+        try await withClients(1, configure: { $0.heartbeatInterval = .seconds(10) }) { server, clients in
             let observer = clients[0]
             let client = try await RealtimeTestClient.connect(to: server)
             try await client.put("presence/ada", "online")
@@ -52,12 +53,12 @@ struct PresenceTests {
 
             try await client.vanish()
             let vanished = ContinuousClock.now
-            // Heartbeat 5 s: detected within two intervals; three is a generous functional bound
+            // Heartbeat 10 s: detected within two intervals; three is a generous functional bound
             // (the point is that it is detected at all, not how fast).
-            let push = try await observer.nextPush(timeout: .seconds(30))
+            let push = try await observer.nextPush(timeout: .seconds(60))
             let elapsed = ContinuousClock.now - vanished
             #expect(push == .overwrite(path: "presence/ada", data: "offline", tag: nil))
-            #expect(elapsed <= .seconds(15), "onDisconnect ran \(elapsed) after the peer went silent")
+            #expect(elapsed <= .seconds(30), "onDisconnect ran \(elapsed) after the peer went silent")
             await client.close()
         }
     }

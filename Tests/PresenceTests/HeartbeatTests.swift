@@ -113,6 +113,22 @@ struct TimedHeartbeatTests {
         #expect(silent.check(at: .milliseconds(6250)) == .close)
     }
 
+    @Test func aServerThatStaysOverloadedStillClosesASilentPeer() {
+        var heartbeat = Heartbeat(interval: .seconds(1))
+        for step in 1...4 { _ = heartbeat.check(at: heartbeat.checkInterval * step) }
+        // Every check comes a whole second late: only the first of them is forgiven.
+        #expect(heartbeat.check(at: .seconds(3)) == .ping)
+        #expect(heartbeat.check(at: .seconds(4)) == .close)
+        // A peer heard meanwhile stays, and forgiving starts again after an on-time check.
+        var live = Heartbeat(interval: .seconds(1))
+        for step in 1...4 { _ = live.check(at: live.checkInterval * step) }
+        #expect(live.check(at: .seconds(3)) == .ping)
+        live.heard(at: .milliseconds(3100))
+        #expect(live.check(at: .seconds(4)) == .ping)
+        #expect(live.check(at: .milliseconds(4250)) == nil)
+        #expect(live.check(at: .milliseconds(5500)) == .ping)
+    }
+
     @Test func aFrameReportedLateDoesNotMoveTheLastFrameBack() {
         var heartbeat = Heartbeat(interval: .seconds(1))
         heartbeat.heard(at: .milliseconds(900))
