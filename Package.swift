@@ -89,6 +89,7 @@ let package = Package(
             dependencies: [
                 "Tree", "Persistence",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Modules/PostgresStore",

@@ -10,7 +10,8 @@ import Synchronization
 /// busy) is cancelled and fails, so that the blocked thread comes back.
 enum Blocking {
     static func run<Value: Sendable>(
-        timeout: Duration = .seconds(15), _ body: @escaping @Sendable () async throws -> Value
+        operation: String = "a call", timeout: Duration = .seconds(15),
+        _ body: @escaping @Sendable () async throws -> Value
     ) throws -> Value {
         let outcome = Mutex<Result<Value, any Error>?>(nil)
         let finished = DispatchSemaphore(value: 0)
@@ -26,8 +27,7 @@ enum Blocking {
                         }
                         defer { group.cancelAll() }
                         guard let first = try await group.next(), let value = first else {
-                            throw PostgresStoreError.query(
-                                operation: "a call", message: "PostgreSQL did not answer within \(timeout)")
+                            throw PostgresStoreError.timedOut(operation: operation, after: timeout)
                         }
                         return value
                     })

@@ -1,4 +1,5 @@
 import Foundation
+import NIOSSL
 public import PostgresNIO
 
 /// Where the PostgreSQL store lives, from a libpq-style URL.
@@ -19,7 +20,7 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
     private let database: String?
 
     private enum Endpoint: Sendable {
-        case tcp(host: String, port: Int, tls: TLSMode)
+        case tcp(host: String, port: Int, tls: TLS)
         case socket(path: String)
     }
 
@@ -27,15 +28,38 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         case disable, prefer, require
     }
 
+    /// The TLS choice, with its context made once: a context that cannot be made fails the URL
+    /// rather than letting `require` fall back to an unencrypted connection.
+    private struct TLS: Sendable {
+        let mode: TLSMode
+        let configuration: TLSConfiguration
+        let context: NIOSSLContext?
+
+        init(mode: TLSMode, url: String) throws(PostgresStoreError) {
+            self.mode = mode
+            configuration = .makeClientConfiguration()
+            guard mode != .disable else {
+                context = nil
+                return
+            }
+            do {
+                context = try NIOSSLContext(configuration: configuration)
+            } catch {
+                throw .invalidURL(url, reason: "sslmode \(mode.rawValue): cannot set up TLS (\(error))")
+            }
+        }
+    }
+
     public init(_ url: String) throws(PostgresStoreError) {
-        guard let components = URLComponents(string: url), let scheme = components.scheme,
-            scheme == "postgres" || scheme == "postgresql"
-        else {
-            throw .invalidURL(url, reason: "expected postgres://USER@HOST:PORT/DATABASE")
+        guard let components = URLComponents(string: url) else {
+            throw .invalidURL(Self.withoutPassword(url), reason: "expected postgres://USER@HOST:PORT/DATABASE")
         }
         var shown = components
         if shown.password != nil { shown.password = "***" }
-        let described = shown.string ?? "postgres://"
+        let described = shown.string ?? Self.withoutPassword(url)
+        guard let scheme = components.scheme, scheme == "postgres" || scheme == "postgresql" else {
+            throw .invalidURL(described, reason: "expected postgres://USER@HOST:PORT/DATABASE")
+        }
         guard let user = components.user, !user.isEmpty else {
             throw .invalidURL(described, reason: "it names no user")
         }
@@ -53,12 +77,20 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
             guard let tls = TLSMode(rawValue: mode) else {
                 throw .invalidURL(described, reason: "sslmode \"\(mode)\" is not disable, prefer or require")
             }
-            endpoint = .tcp(host: host, port: port, tls: tls)
+            endpoint = .tcp(host: host, port: port, tls: try TLS(mode: tls, url: described))
         }
         self.user = user
         self.password = components.password
         self.database = database.isEmpty ? nil : database
         self.description = described
+    }
+
+    /// `url` with what lies between `user:` and `@` hidden, for a URL `URLComponents` cannot parse.
+    private static func withoutPassword(_ url: String) -> String {
+        guard let schemeEnd = url.range(of: "://"), let at = url[schemeEnd.upperBound...].lastIndex(of: "@"),
+            let colon = url[schemeEnd.upperBound..<at].firstIndex(of: ":")
+        else { return url }
+        return url[..<url.index(after: colon)] + "***" + url[at...]
     }
 
     /// The pool's configuration.
@@ -67,12 +99,12 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         switch endpoint {
         case .socket(let path):
             configuration = .init(unixSocketPath: path, username: user, password: password, database: database)
-        case .tcp(let host, let port, let mode):
+        case .tcp(let host, let port, let choice):
             let tls: PostgresClient.Configuration.TLS =
-                switch mode {
+                switch choice.mode {
                 case .disable: .disable
-                case .prefer: .prefer(.makeClientConfiguration())
-                case .require: .require(.makeClientConfiguration())
+                case .prefer: .prefer(choice.configuration)
+                case .require: .require(choice.configuration)
                 }
             configuration = .init(
                 host: host, port: port, username: user, password: password, database: database, tls: tls)
@@ -88,18 +120,13 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         switch endpoint {
         case .socket(let path):
             configuration = .init(unixSocketPath: path, username: user, password: password, database: database)
-        case .tcp(let host, let port, let mode):
-            let tls: PostgresConnection.Configuration.TLS
-            do {
-                tls =
-                    switch mode {
-                    case .disable: .disable
-                    case .prefer: .prefer(try .init(configuration: .makeClientConfiguration()))
-                    case .require: .require(try .init(configuration: .makeClientConfiguration()))
-                    }
-            } catch {
-                tls = .disable
-            }
+        case .tcp(let host, let port, let choice):
+            let tls: PostgresConnection.Configuration.TLS =
+                switch (choice.mode, choice.context) {
+                case (.prefer, let context?): .prefer(context)
+                case (.require, let context?): .require(context)
+                default: .disable
+                }
             configuration = .init(
                 host: host, port: port, username: user, password: password, database: database, tls: tls)
         }

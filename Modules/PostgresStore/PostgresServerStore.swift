@@ -12,6 +12,12 @@ public import Tree
 /// write acknowledged after its commit can therefore never be lost to a takeover. While open, the
 /// store renews its lease every third of ``PostgresStorage/leaseDuration``.
 ///
+/// The store steps down (see ``whenSteppedDown(_:)``) when a renewal or a commit finds the
+/// namespace taken over, and also when it could not renew for the lease less a margin (``margin``)
+/// by its own monotonic clock: it stops serving before another process may take over, so a paused
+/// or partitioned process does not serve stale reads for long. After that every commit fails with
+/// ``PostgresStoreError/fenced(namespace:epoch:)`` without reaching PostgreSQL.
+///
 /// The ``Persistence/ServerStore`` calls block; they run on the commit queue's thread and NIO's
 /// blocking pool, as SQLite's do.
 public final class PostgresServerStore: ServerStore {
@@ -19,11 +25,22 @@ public final class PostgresServerStore: ServerStore {
     public let epoch: Int64
     private let storage: PostgresStorage
     private let renewal = Mutex<Task<Void, Never>?>(nil)
+    private let watchdog = Mutex<Task<Void, Never>?>(nil)
+    private let serving: Mutex<Serving>
 
-    init(namespace: String, epoch: Int64, storage: PostgresStorage) {
+    private struct Serving {
+        /// When this process stops serving unless a renewal or commit moves it later.
+        var until: ContinuousClock.Instant
+        var steppedDown = false
+        var handlers: [@Sendable () -> Void] = []
+    }
+
+    /// `acquired`: when the statement that took the lease was sent.
+    init(namespace: String, epoch: Int64, storage: PostgresStorage, acquired: ContinuousClock.Instant) {
         self.namespace = namespace
         self.epoch = epoch
         self.storage = storage
+        serving = Mutex(Serving(until: acquired + storage.leaseDuration - Self.margin(storage.leaseDuration)))
         let interval = storage.leaseDuration / 3
         let task = Task { [weak self] in
             while !Task.isCancelled {
@@ -33,9 +50,68 @@ public final class PostgresServerStore: ServerStore {
             }
         }
         renewal.withLock { $0 = task }
+        let watching = Task { [weak self] in
+            while !Task.isCancelled {
+                guard let until = self?.serving.withLock({ $0.steppedDown ? nil : $0.until }) else { return }
+                if ContinuousClock.now >= until {
+                    self?.stepDown(reason: "could not renew its lease")
+                    return
+                }
+                try? await Task.sleep(until: until)
+            }
+        }
+        watchdog.withLock { $0 = watching }
     }
 
-    deinit { renewal.withLock { $0 }?.cancel() }
+    deinit {
+        renewal.withLock { $0 }?.cancel()
+        watchdog.withLock { $0 }?.cancel()
+    }
+
+    /// How long before its lease ends a process that could not renew stops serving: a fifth of the
+    /// lease, at most a second.
+    public static func margin(_ leaseDuration: Duration) -> Duration {
+        min(.seconds(1), leaseDuration / 5)
+    }
+
+    /// Whether this process still serves the namespace (it has not stepped down).
+    public var isServing: Bool { serving.withLock { !$0.steppedDown } }
+
+    /// Runs `handler` once when the store steps down (at once if it already has), on the thread
+    /// that noticed. The server closes the namespace then, so that its clients reconnect to the new
+    /// owner.
+    public func whenSteppedDown(_ handler: @escaping @Sendable () -> Void) {
+        let now = serving.withLock { serving in
+            if serving.steppedDown { return true }
+            serving.handlers.append(handler)
+            return false
+        }
+        if now { handler() }
+    }
+
+    private func stepDown(reason: String) {
+        let handlers = serving.withLock { serving -> [@Sendable () -> Void]? in
+            guard !serving.steppedDown else { return nil }
+            serving.steppedDown = true
+            defer { serving.handlers = [] }
+            return serving.handlers
+        }
+        guard let handlers else { return }
+        renewal.withLock { $0 }?.cancel()
+        watchdog.withLock { $0 }?.cancel()
+        storage.logger.warning(
+            "stepped down from a namespace",
+            metadata: ["namespace": "\(namespace)", "epoch": "\(epoch)", "reason": "\(reason)"])
+        for handler in handlers { handler() }
+    }
+
+    /// The lease runs until at least `sent` (when the statement renewing it was sent) plus the lease.
+    private func renewed(at sent: ContinuousClock.Instant) {
+        let until = sent + storage.leaseDuration - Self.margin(storage.leaseDuration)
+        serving.withLock { serving in
+            if !serving.steppedDown, until > serving.until { serving.until = until }
+        }
+    }
 
     public func loadTree() throws(PostgresStoreError) -> Node {
         let (client, logger, namespace) = (storage.client, storage.logger, namespace)
@@ -89,7 +165,7 @@ public final class PostgresServerStore: ServerStore {
         let (client, logger, namespace, epoch) = (storage.client, storage.logger, namespace, epoch)
         let lease = storage.leaseDuration.milliseconds
         let columns = (kinds, first, second)
-        try run("committing \(writes.count) writes") {
+        try runFenced("committing \(writes.count) writes") {
             let (kinds, first, second) = columns
             try await client.query(
                 """
@@ -122,7 +198,7 @@ public final class PostgresServerStore: ServerStore {
         let (client, logger, namespace, epoch) = (storage.client, storage.logger, namespace, epoch)
         let lease = storage.leaseDuration.milliseconds
         let text = value?.serialized()
-        try run("writing setting \"\(name)\"") {
+        try runFenced("writing setting \"\(name)\"") {
             try await client.query(
                 "SELECT canopy_set_setting(\(namespace), \(epoch), \(lease), \(name), \(text))", logger: logger
             ).consume()
@@ -132,6 +208,7 @@ public final class PostgresServerStore: ServerStore {
     /// Stops renewing and lets another process take the namespace at once.
     public func close() throws(PostgresStoreError) {
         renewal.withLock { $0 }?.cancel()
+        watchdog.withLock { $0 }?.cancel()
         let (client, logger, namespace, epoch) = (storage.client, storage.logger, namespace, epoch)
         try run("releasing namespace \"\(namespace)\"") {
             try await client.query(
@@ -141,23 +218,55 @@ public final class PostgresServerStore: ServerStore {
         }
     }
 
-    /// Stops renewing the lease, as a process paused past it would; commits still renew it (and
-    /// fail once another process took the namespace).
+    /// Stops renewing the lease, as a process that cannot reach PostgreSQL would: commits still
+    /// renew it (and fail once another process took the namespace), and without them the store
+    /// steps down a ``margin(_:)`` before the lease ends.
     public func suspendLeaseRenewal() {
         renewal.withLock { $0 }?.cancel()
     }
 
     private func renewLease() async {
         let lease = storage.leaseDuration.milliseconds
+        let sent = ContinuousClock.now
         do {
             try await storage.client.query(
                 "SELECT canopy_fence(\(namespace), \(epoch), \(lease))", logger: storage.logger
             ).consume()
+            renewed(at: sent)
         } catch {
+            let failure = classify(error, "renewing")
+            if case .fenced = failure {
+                stepDown(reason: "another server took the namespace over")
+                return
+            }
             storage.logger.error(
                 "could not renew the lease of a namespace",
-                metadata: ["namespace": "\(namespace)", "epoch": "\(epoch)", "error": "\(classify(error, "renewing"))"])
+                metadata: ["namespace": "\(namespace)", "epoch": "\(epoch)", "error": "\(failure)"])
         }
+    }
+
+    /// ``run(_:_:)`` for a statement that writes under the lease: refused at once after stepping
+    /// down, renewing the lease on success, and stepping down on any failure. Only a fenced failure
+    /// says for sure that nothing was written; after a timeout or a lost connection the statement
+    /// may still commit, so memory cannot be brought back to what PostgreSQL holds by reading it
+    /// now. Opening the namespace again takes a higher epoch, which fences a statement still in
+    /// flight, and then reads what PostgreSQL holds.
+    private func runFenced(
+        _ operation: String, _ body: @escaping @Sendable () async throws -> Void
+    ) throws(PostgresStoreError) {
+        guard isServing else { throw .fenced(namespace: namespace, epoch: epoch) }
+        let sent = ContinuousClock.now
+        do {
+            try run(operation, body)
+        } catch {
+            if case .fenced = error {
+                stepDown(reason: "another server took the namespace over")
+            } else {
+                stepDown(reason: "\(operation) failed, its outcome unknown: \(error)")
+            }
+            throw error
+        }
+        renewed(at: sent)
     }
 
     /// Runs `body`, blocking, with PostgreSQL's errors turned into ``PostgresStoreError``s.
@@ -166,7 +275,7 @@ public final class PostgresServerStore: ServerStore {
         _ operation: String, _ body: @escaping @Sendable () async throws -> Value
     ) throws(PostgresStoreError) -> Value {
         do {
-            return try Blocking.run(body)
+            return try Blocking.run(operation: operation, body)
         } catch {
             throw classify(error, operation)
         }

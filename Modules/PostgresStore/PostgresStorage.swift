@@ -100,6 +100,7 @@ public final class PostgresStorage: Sendable {
     public func open(_ name: String) throws(PostgresStoreError) -> PostgresServerStore {
         let (client, logger, node) = (client, logger, node)
         let leaseMilliseconds = leaseDuration.milliseconds
+        let sent = ContinuousClock.now
         let epoch: Int64?
         do {
             epoch = try Blocking.run {
@@ -131,7 +132,7 @@ public final class PostgresStorage: Sendable {
             throw .ownedElsewhere(namespace: name, node: owner ?? "another server")
         }
         logger.info("took namespace", metadata: ["namespace": "\(name)", "epoch": "\(epoch)", "node": "\(node)"])
-        return PostgresServerStore(namespace: name, epoch: epoch, storage: self)
+        return PostgresServerStore(namespace: name, epoch: epoch, storage: self, acquired: sent)
     }
 
     /// The error inside a failed transaction: the body's, or else what failed around it.

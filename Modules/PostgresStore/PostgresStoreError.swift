@@ -21,6 +21,9 @@ public enum PostgresStoreError: Error, Sendable, Equatable, CustomStringConverti
     case fenced(namespace: String, epoch: Int64)
     /// A statement failed; the transaction holding it changed nothing.
     case query(operation: String, message: String)
+    /// PostgreSQL did not answer within `after` (unreachable, or every pooled connection busy). A
+    /// write may still have committed.
+    case timedOut(operation: String, after: Duration)
 
     public var description: String {
         switch self {
@@ -37,6 +40,8 @@ public enum PostgresStoreError: Error, Sendable, Equatable, CustomStringConverti
             "namespace \"\(namespace)\" was taken over by another server (this one held epoch \(epoch))"
         case .query(let operation, let message):
             "PostgreSQL failed \(operation): \(message)"
+        case .timedOut(let operation, let after):
+            "PostgreSQL did not answer within \(after) (\(operation))"
         }
     }
 }

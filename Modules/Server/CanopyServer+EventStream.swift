@@ -79,6 +79,8 @@ final class EventStreamSubscriber: Subscriber {
         finish()
     }
 
+    func end() { finish() }
+
     func send(event: String, data: JSONValue) {
         let text = "event: \(event)\ndata: \(data.serialized())\n\n"
         let size = text.utf8.count

@@ -123,6 +123,13 @@ public struct CanopyServer: Sendable {
         logger.info("canopy-server stopped")
     }
 
+    /// This machine's name as the kernel has it (`ProcessInfo.hostName` may ask DNS, and wait).
+    private static func hostName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "localhost" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// With ``ServerConfiguration/postgresURL``: starts the connection pool, checks that PostgreSQL
     /// answers and migrates it, before anything is served.
     private func preparePostgres() async throws(StartupError) -> (storage: PostgresStorage, pool: Task<Void, Never>)? {
@@ -133,7 +140,7 @@ public struct CanopyServer: Sendable {
         } catch {
             throw .store(problem: error.description)
         }
-        let node = configuration.nodeName ?? "\(ProcessInfo.processInfo.hostName):\(configuration.port)"
+        let node = configuration.nodeName ?? "\(Self.hostName()):\(configuration.port)"
         let storage = PostgresStorage(
             location: location, node: node, leaseDuration: configuration.leaseDuration, logger: logger)
         let pool = Task { await storage.run() }
@@ -143,7 +150,7 @@ public struct CanopyServer: Sendable {
             pool.cancel()
             throw .store(problem: error.description)
         }
-        await databases.usePostgres(storage)
+        await databases.usePostgres(storage) { [sessions] database in sessions.closeAll(using: database) }
         logger.info("keeping namespaces in PostgreSQL", metadata: ["store": "\(location)", "node": "\(node)"])
         return (storage, pool)
     }

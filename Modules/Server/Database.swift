@@ -48,6 +48,8 @@ actor Database {
     /// Set from a storage failure until the tree in memory was reloaded from the store; writes are
     /// refused meanwhile.
     private var recovering = false
+    /// Another server took this namespace over (see ``stepDown()``): nothing is written any more.
+    private(set) var steppedDown = false
     /// The writes of the ``perform(_:)`` turn under way, committed as one submission at its end.
     private var turn: Turn?
     /// How the writes clients named with a ``WriteID`` ended; also updated from commit callbacks.
@@ -336,6 +338,10 @@ actor Database {
     /// has fallen ``maxUncommittedWrites`` writes behind (a stalled disk), which would otherwise
     /// grow memory without bound.
     private func refuseWhileRecovering() -> WriteError? {
+        if steppedDown {
+            return WriteError(
+                status: "unavailable", message: "namespace \"\(name)\" moved to another server; reconnect")
+        }
         if recovering {
             return WriteError(
                 status: "storage_error", message: "the database is recovering from a storage failure; retry shortly")
@@ -357,9 +363,21 @@ actor Database {
 
     /// Starts bringing memory back to what is durable, once what was queued before has committed.
     private func storageFailed() {
-        guard !recovering else { return }
+        guard !recovering, !steppedDown else { return }
         recovering = true
         commits.submit([]) { _ in Task { await self.reloadFromStore() } }
+    }
+
+    /// Stops serving: the store lost the namespace to another server (or could not renew its lease
+    /// there). Writes are refused from now on, and every listening connection and event stream is
+    /// ended so that its client reconnects, to the new owner.
+    func stepDown() {
+        guard !steppedDown else { return }
+        steppedDown = true
+        var ended = Set<Int>()
+        for listener in listeners.all() where ended.insert(listener.subscriber.subscriberID).inserted {
+            listener.subscriber.end()
+        }
     }
 
     /// Replaces the tree with the stored one and pushes what changed back to listeners. The tree is

@@ -30,6 +30,8 @@ actor DatabaseRegistry {
     private var startupRules: StartupRules?
     /// Where namespaces live with ``ServerConfiguration/postgresURL``.
     private var postgres: PostgresStorage?
+    /// Told of a database whose namespace another server took over, to close its connections.
+    private var steppedDown: (@Sendable (Database) -> Void)?
 
     init(configuration: ServerConfiguration, metrics: ServerMetrics, logger: Logger) {
         self.configuration = configuration
@@ -42,9 +44,11 @@ actor DatabaseRegistry {
         startupRules = rules
     }
 
-    /// Keeps namespaces opened from now on in PostgreSQL (before any is, at start).
-    func usePostgres(_ storage: PostgresStorage) {
+    /// Keeps namespaces opened from now on in PostgreSQL (before any is, at start); `steppedDown`
+    /// is told of each database that stops serving because another server took its namespace.
+    func usePostgres(_ storage: PostgresStorage, steppedDown: @escaping @Sendable (Database) -> Void) {
         postgres = storage
+        self.steppedDown = steppedDown
     }
 
     /// Whether `name` can name a database: 1–63 of `a-z`, `0-9`, `-`, `_`.
@@ -119,6 +123,17 @@ actor DatabaseRegistry {
         open[name] = namespace
         metrics.namespacesOpen.set(Int64(open.count))
         logger.info("opened database", metadata: ["namespace": "\(name)"])
+        namespace.stepDown?.onFire { Task { await self.stepDown(namespace) } }
+    }
+
+    /// Closes `namespace`, whose store stopped serving it: writes are refused from now on, its
+    /// connections and event streams end, and the next request opens it again (where PostgreSQL
+    /// says who serves it now).
+    private func stepDown(_ namespace: OpenNamespace) async {
+        guard open[namespace.name] === namespace else { return }
+        await namespace.database.stepDown()
+        steppedDown?(namespace.database)
+        close(namespace, reason: "stepped_down")
     }
 
     /// Opens the store and loads the tree, on the blocking thread pool.
@@ -132,9 +147,23 @@ actor DatabaseRegistry {
         do {
             return .success(
                 try await NIOThreadPool.singleton.runIfActive { () throws(LookupError) -> OpenNamespace in
+                    let signal = postgres.map { _ in StepDownSignal() }
+                    /// A store created on the first write (``DeferredServerStore``), or `.unknown`
+                    /// when writes do not create namespaces.
+                    func deferred(
+                        _ create: @escaping @Sendable () throws -> any ServerStore
+                    ) throws(LookupError)
+                        -> DeferredServerStore
+                    {
+                        guard creates else {
+                            metrics.tripped(.namespaceCreation)
+                            throw .unknown(name)
+                        }
+                        return DeferredServerStore(initialSettings: initialSettings, create: create)
+                    }
                     let store: any ServerStore
-                    var deferred: DeferredServerStore?
-                    if let postgres {
+                    var created: DeferredServerStore?
+                    if let postgres, let signal {
                         let exists: Bool
                         do {
                             exists = try postgres.namespaceExists(name)
@@ -143,7 +172,9 @@ actor DatabaseRegistry {
                         }
                         if exists {
                             do throws(PostgresStoreError) {
-                                store = try postgres.open(name)
+                                let owned = try postgres.open(name)
+                                owned.whenSteppedDown { signal.fire() }
+                                store = owned
                             } catch {
                                 if case .ownedElsewhere(_, let node) = error {
                                     throw .servedElsewhere(name, node: node)
@@ -151,14 +182,19 @@ actor DatabaseRegistry {
                                 throw storageFailure(name, error, logger: logger)
                             }
                         } else {
-                            guard creates else {
-                                metrics.tripped(.namespaceCreation)
-                                throw .unknown(name)
+                            // Another server may create it first: then this one steps down, and its
+                            // clients reconnect to that one.
+                            let made = try deferred {
+                                do {
+                                    let owned = try postgres.open(name)
+                                    owned.whenSteppedDown { signal.fire() }
+                                    return owned
+                                } catch {
+                                    signal.fire()
+                                    throw error
+                                }
                             }
-                            let created = DeferredServerStore(initialSettings: initialSettings) {
-                                try postgres.open(name)
-                            }
-                            (store, deferred) = (created, created)
+                            (store, created) = (made, made)
                         }
                     } else if let folder = configuration.dataDirectory {
                         let file = URL(fileURLWithPath: folder).appendingPathComponent("\(name).sqlite").path
@@ -169,22 +205,14 @@ actor DatabaseRegistry {
                                 throw storageFailure(name, error, logger: logger)
                             }
                         } else {
-                            guard creates else {
-                                metrics.tripped(.namespaceCreation)
-                                throw .unknown(name)
-                            }
-                            let created = DeferredServerStore(initialSettings: initialSettings) {
+                            let made = try deferred {
                                 try SQLiteServerStore(path: file, durability: durability, logger: logger)
                             }
-                            (store, deferred) = (created, created)
+                            (store, created) = (made, made)
                         }
                     } else {
-                        guard creates else {
-                            metrics.tripped(.namespaceCreation)
-                            throw .unknown(name)
-                        }
-                        let created = DeferredServerStore(initialSettings: initialSettings) { InMemoryServerStore() }
-                        (store, deferred) = (created, created)
+                        let made = try deferred { InMemoryServerStore() }
+                        (store, created) = (made, made)
                     }
                     let queue = CommitQueue(store: store, logger: logger) { writes in
                         metrics.commitBatchWrites.record(Double(writes))
@@ -199,8 +227,8 @@ actor DatabaseRegistry {
                         throw storageFailure(name, error, logger: logger)
                     }
                     return OpenNamespace(
-                        name: name, database: database, store: store, queue: queue, deferred: deferred,
-                        keepsDataInMemory: postgres == nil && configuration.dataDirectory == nil)
+                        name: name, database: database, store: store, queue: queue, deferred: created,
+                        keepsDataInMemory: postgres == nil && configuration.dataDirectory == nil, stepDown: signal)
                 })
         } catch let error as LookupError {
             return .failure(error)

@@ -12,6 +12,8 @@ final class OpenNamespace: Sendable {
     private let committer: Task<Void, Never>
     private let deferred: DeferredServerStore?
     private let keepsDataInMemory: Bool
+    /// Fires when the store stops serving the namespace (PostgreSQL only).
+    let stepDown: StepDownSignal?
     private let usage = Mutex(Usage())
 
     private struct Usage {
@@ -21,9 +23,10 @@ final class OpenNamespace: Sendable {
 
     init(
         name: String, database: Database, store: any ServerStore, queue: CommitQueue, deferred: DeferredServerStore?,
-        keepsDataInMemory: Bool
+        keepsDataInMemory: Bool, stepDown: StepDownSignal? = nil
     ) {
         self.name = name
+        self.stepDown = stepDown
         self.database = database
         self.store = store
         self.queue = queue

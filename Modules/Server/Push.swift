@@ -51,6 +51,9 @@ public protocol Subscriber: AnyObject, Sendable {
     func deliver(_ push: Push)
     /// The listen at `path` with `params` was removed: the rules no longer allow its reader.
     func revoke(path: Path, params: QueryParams)
+    /// The database stopped serving here (another server took its namespace over): end the
+    /// connection, so that the client reconnects.
+    func end()
 }
 
 /// Hands out subscriber ids.

@@ -239,6 +239,8 @@ final class RealtimeConnection: Subscriber, FlushTarget {
 
     func send(_ message: ServerMessage) { enqueue(.message(message)) }
 
+    func end() { closeAfterPendingMessages(code: .goingAway) }
+
     /// Closes the WebSocket (with `code`) once everything queued so far was written.
     func closeAfterPendingMessages(code: WebSocketErrorCode = .normalClosure) {
         let schedule = outbox.withLock { outbox -> Bool in
@@ -412,6 +414,13 @@ final class SessionRegistry: Sendable {
         for (connection, _) in sessions.withLock({ Array($0.values) }) {
             connection.closeAfterPendingMessages(code: .goingAway)
         }
+    }
+
+    /// Closes every live connection to `database` (`going away`): its namespace moved to another
+    /// server, where the clients reconnect.
+    func closeAll(using database: Database) {
+        let using = sessions.withLock { sessions in sessions.values.filter { $0.database === database } }
+        for (connection, _) in using { connection.closeAfterPendingMessages(code: .goingAway) }
     }
 
     /// Ends session `id`: runs its onDisconnect writes now, stops its listens and closes it.

@@ -5,7 +5,7 @@ import Synchronization
 /// Arrivals go to the oldest waiter whose predicate accepts them, else into the buffer; a take
 /// removes the first buffered element its predicate accepts, so a test can wait for one kind of
 /// message (a response to request 7) and leave the others (pushes) for later takes.
-final class Inbox<Element: Sendable>: Sendable {
+public final class Inbox<Element: Sendable>: Sendable {
     private struct Waiter {
         let id: Int
         let accepts: @Sendable (Element) -> Bool
@@ -21,13 +21,15 @@ final class Inbox<Element: Sendable>: Sendable {
 
     private let state = Mutex(State())
 
+    public init() {}
+
     /// Whether ``finish()`` was called (the source ended).
-    var isFinished: Bool { state.withLock { $0.isFinished } }
+    public var isFinished: Bool { state.withLock { $0.isFinished } }
 
     /// The buffered elements, oldest first.
-    var buffered: [Element] { state.withLock { $0.buffer } }
+    public var buffered: [Element] { state.withLock { $0.buffer } }
 
-    func append(_ element: Element) {
+    public func append(_ element: Element) {
         let waiter: Waiter? = state.withLock { state in
             if let index = state.waiters.firstIndex(where: { $0.accepts(element) }) {
                 return state.waiters.remove(at: index)
@@ -39,7 +41,7 @@ final class Inbox<Element: Sendable>: Sendable {
     }
 
     /// Ends the source: waiters that could not be served get `nil`, now and later.
-    func finish() {
+    public func finish() {
         let waiters = state.withLock { state in
             state.isFinished = true
             defer { state.waiters = [] }
@@ -50,7 +52,7 @@ final class Inbox<Element: Sendable>: Sendable {
 
     /// Removes and returns the first element `accepts` takes, waiting up to `timeout` for one;
     /// `nil` on timeout or when the source ended first.
-    func take(
+    public func take(
         timeout: Duration, where accepts: @escaping @Sendable (Element) -> Bool = { _ in true }
     ) async -> Element? {
         await withCheckedContinuation { (continuation: CheckedContinuation<Element?, Never>) in

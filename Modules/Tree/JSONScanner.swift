@@ -162,7 +162,7 @@ struct JSONScanner {
             switch byte {
             case UInt8(ascii: "\""):
                 position += 1
-                return try validated(scalars.withUnsafeBufferPointer { $0 })
+                return try scalars.withUnsafeBufferPointer { utf8 throws(TreeError) in try validated(utf8) }
             case UInt8(ascii: "\\"):
                 position += 1
                 guard position < bytes.count else { throw error("unexpected end of input") }

@@ -10,6 +10,7 @@ struct ListenerTreeTests {
         let subscriberID = SubscriberIDs.make()
         func deliver(_ push: Push) {}
         func revoke(path: Path, params: QueryParams) {}
+        func end() {}
     }
 
     static func listener(

@@ -86,6 +86,33 @@ import Tree
         }
     }
 
+    @Test func aServerWhoseNamespaceWasTakenOverStepsDownAndSendsItsClientsAway() async throws {
+        try await withPostgresCluster { cluster in
+            try await withTestServer(configure: Self.configure(cluster, node: "node-b")) { second in
+                try await withTestServer(configure: Self.configure(cluster, node: "node-a", leaseDuration: .seconds(3)))
+                {
+                    first in
+                    let client = try await RealtimeTestClient.connect(to: first, namespace: "moved")
+                    try await client.put("v", 1)
+                    try await client.listen("v")
+                    // node-a is taken for dead (its lease forced out); node-b takes the namespace.
+                    try await cluster.psql("UPDATE canopy_owner SET lease_until = now() - interval '1 second'")
+                    #expect(try await second.http(.PUT, "/v.json?ns=moved", body: "2").status == 200)
+                    // node-a's next renewal is fenced: it stops serving and its clients go.
+                    #expect(await client.waitUntilClosed(timeout: .seconds(20)), "node-a kept its client")
+                    let refused = try await first.http(.PUT, "/v.json?ns=moved", body: "3")
+                    #expect(refused.status == 503)
+                    #expect(refused.json == ["error": #"Namespace "moved" is served by node-b"#])
+                    #expect(try await cluster.psql("SELECT value FROM canopy_nodes WHERE ns = 'moved'") == "2")
+                    #expect(
+                        try await cluster.psql("SELECT node || ' ' || epoch FROM canopy_owner WHERE ns = 'moved'")
+                            == "node-b 2")
+                    await client.close()
+                }
+            }
+        }
+    }
+
     @Test func aStoreThatCannotBeUsedStopsTheServerAtStart() async throws {
         var configuration = TestServer.defaultConfiguration(dataDirectory: nil)
         configuration.postgresURL = "postgres://canopy@localhost:1/canopy?host=/nonexistent"

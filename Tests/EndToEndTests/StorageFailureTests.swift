@@ -35,6 +35,7 @@ final class RecordingSubscriber: Subscriber {
     let pushes = Mutex<[JSONValue]>([])
     func deliver(_ push: Push) { pushes.withLock { $0.append(push.data) } }
     func revoke(path: Path, params: QueryParams) {}
+    func end() {}
 }
 
 struct StorageFailureTests {

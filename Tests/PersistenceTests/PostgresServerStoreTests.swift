@@ -129,16 +129,62 @@ import Tree
 
     @Test func aLeaseIsRenewedWhileTheNamespaceIsOpen() async throws {
         try await withPostgresCluster { cluster in
-            // Renewed every second: a renewal late by 2 s (a busy CI machine) would still hold it.
-            try await Self.withStorage(cluster, node: "node1", leaseDuration: .seconds(3)) { first in
+            // Renewed every 2 s, and served until 1 s before the lease ends: a renewal late by 3 s (a
+            // busy CI machine) would still hold it.
+            try await Self.withStorage(cluster, node: "node1", leaseDuration: .seconds(6)) { first in
                 try await Self.withStorage(cluster, node: "node2") { second in
                     let store = try await Self.blocking { try first.open("renewed") }
-                    try await Task.sleep(for: .seconds(7))
+                    try await Task.sleep(for: .seconds(13))
+                    #expect(store.isServing)
                     await #expect(throws: PostgresStoreError.ownedElsewhere(namespace: "renewed", node: "node1")) {
                         try await Self.blocking { try second.open("renewed") }
                     }
                     try await Self.blocking { try store.close() }
                     _ = try await Self.blocking { try second.open("renewed") }
+                }
+            }
+        }
+    }
+
+    @Test func aStoreThatCannotRenewStepsDownBeforeItsLeaseEnds() async throws {
+        try await withPostgresCluster { cluster in
+            try await Self.withStorage(cluster, node: "node1", leaseDuration: .seconds(2)) { storage in
+                let store = try await Self.blocking { try storage.open("paused") }
+                let steppedDown = Inbox<ContinuousClock.Instant>()
+                store.whenSteppedDown { steppedDown.append(.now) }
+                let suspended = ContinuousClock.now
+                store.suspendLeaseRenewal()
+                let when = await steppedDown.take(timeout: .seconds(30))
+                #expect(when != nil, "still serving 30 s after its renewals stopped")
+                // It stepped down on its own clock: PostgreSQL still has its lease (nobody fenced it).
+                if let when { #expect(when - suspended <= .seconds(2)) }
+                #expect(!store.isServing)
+                #expect(
+                    try await cluster.psql("SELECT node || ' ' || epoch FROM canopy_owner") == "node1 \(store.epoch)")
+                // Nothing more is committed, without asking PostgreSQL.
+                await #expect(throws: PostgresStoreError.fenced(namespace: "paused", epoch: store.epoch)) {
+                    try await Self.blocking { try store.commit([StoredWrite(path: "v", node: Node(.number(1)))]) }
+                }
+                #expect(try await cluster.psql("SELECT count(*) FROM canopy_nodes") == "0")
+                let late = Inbox<Bool>()
+                store.whenSteppedDown { late.append(true) }
+                #expect(late.buffered == [true], "a handler added after the step-down runs at once")
+            }
+        }
+    }
+
+    @Test func aStoreTakenOverStepsDownAtItsNextRenewal() async throws {
+        try await withPostgresCluster { cluster in
+            try await Self.withStorage(cluster, node: "node1", leaseDuration: .seconds(3)) { first in
+                try await Self.withStorage(cluster, node: "node2") { second in
+                    let old = try await Self.blocking { try first.open("taken") }
+                    let steppedDown = Inbox<Bool>()
+                    old.whenSteppedDown { steppedDown.append(true) }
+                    try await cluster.psql("UPDATE canopy_owner SET lease_until = now() - interval '1 second'")
+                    let new = try await Self.blocking { try second.open("taken") }
+                    #expect(await steppedDown.take(timeout: .seconds(20)) == true, "the old owner still serves")
+                    #expect(!old.isServing && new.isServing)
+                    try await Self.blocking { try new.commit([StoredWrite(path: "v", node: Node(.number(1)))]) }
                 }
             }
         }
@@ -186,6 +232,5 @@ import Tree
             guard case .cannotConnect(let url, _)? = error as? PostgresStoreError else { return false }
             return url == "postgres://canopy@localhost:1/canopy?host=/nonexistent"
         }
-        #expect(throws: PostgresStoreError.self) { try PostgresLocation("mysql://x@y/z") }
     }
 }
