@@ -44,6 +44,14 @@ struct CanopyServerCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "HOST[:PORT] where clients reach this process (begin it with s-, as s-node1.example.com:9000): "
+                + "sent in the realtime hello, and, with a PostgreSQL --store, where other processes redirect "
+                + "clients of the namespaces this one serves. (CANOPY_ADVERTISE_HOST)",
+            valueName: "host[:port]"))
+    var advertiseHost: String = env("CANOPY_ADVERTISE_HOST") ?? ""
+
+    @Option(
+        help: ArgumentHelp(
             "With a PostgreSQL --store: seconds a namespace stays this process's without a commit or a renewal. "
                 + "(CANOPY_LEASE_DURATION)"))
     var leaseDuration: Double = env("CANOPY_LEASE_DURATION").flatMap(Double.init) ?? 5
@@ -255,6 +263,13 @@ struct CanopyServerCommand: AsyncParsableCommand {
             configuration.postgresURL = store
         }
         configuration.nodeName = nodeName.isEmpty ? nil : nodeName
+        if !advertiseHost.isEmpty {
+            guard ServerConfiguration.isValidAdvertisedHost(advertiseHost) else {
+                throw ValidationError(
+                    "--advertise-host \"\(advertiseHost)\" is not HOST or HOST:PORT (no scheme, path or spaces)")
+            }
+            configuration.advertiseHost = advertiseHost
+        }
         guard leaseDuration >= 1 else { throw ValidationError("--lease-duration must be at least 1 second") }
         configuration.leaseDuration = .milliseconds(Int(leaseDuration * 1000))
         configuration.defaultNamespace = defaultNamespace

@@ -212,7 +212,8 @@ public final class Database: Sendable {
             }
             let repo = Repo(
                 endpoint: endpoint, callbackQueue: settings.callbackQueue, connector: connector, logger: logger,
-                persistence: persistence, transactionBlocks: transactionBlocks)
+                persistence: persistence, transactionBlocks: transactionBlocks,
+                followsHelloHost: settings.emulator == nil)
             settings.repo = repo
             if let persistence {
                 repo.restoreTransactions(persistence.restoredTransactions()) {

@@ -19,7 +19,7 @@ extension Repo {
             do {
                 let link = try await connector(target, lastSession)
                 let started = ContinuousClock.now
-                guard opened(link) else {
+                guard opened(link, at: target) else {
                     link.close()
                     continue
                 }
@@ -88,9 +88,15 @@ extension Repo {
     /// The hello arrived: `.info` says so, then listens, unacknowledged writes (in their original
     /// order), queued onDisconnect requests and transactions are sent again, in that order. A
     /// connection that opens after `goOffline()` is closed unused (returns `false`).
-    private func opened(_ link: any ServerLink) -> Bool {
+    private func opened(_ link: any ServerLink, at target: RealtimeEndpoint) -> Bool {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>]? in
             guard !state.interrupted else { return nil }
+            // Later connections go where the hello says this server is reached (in a cluster, its
+            // own host rather than the one this client was first given).
+            if followsHelloHost, let named = target.redirected(to: link.hello.host), named != target {
+                logger.debug("the server names its host", metadata: ["host": "\(link.hello.host)"])
+                state.redirect = named
+            }
             state.link = link
             state.linkNumber += 1
             state.connected = true

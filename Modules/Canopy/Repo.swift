@@ -16,6 +16,9 @@ import Tree
 /// code ever runs under the lock.
 final class Repo: Sendable {
     let endpoint: RealtimeEndpoint
+    /// Whether later connections go to the host the server's hello names, as the official clients
+    /// do (not with ``Database/useEmulator(withHost:port:)``, as theirs do not).
+    let followsHelloHost: Bool
     let logger: Logger
     let connector: Connector
     let state: Mutex<State>
@@ -102,8 +105,8 @@ final class Repo: Sendable {
         var connected = false
         var interrupted = false
         var lastSessionID: String?
-        /// Where the server's last `r` (reset) message sent this client; dropped when it cannot be
-        /// reached.
+        /// Where the server's last `r` (reset) message, or the host its hello named, sent this
+        /// client; dropped when it cannot be reached, so the configured server is tried again.
         var redirect: RealtimeEndpoint?
         var reconnectAtOnce = false
         var serverTimeOffset: Double = 0
@@ -123,10 +126,12 @@ final class Repo: Sendable {
 
     init(
         endpoint: RealtimeEndpoint, callbackQueue: DispatchQueue, connector: @escaping Connector, logger: Logger,
-        persistence: PersistenceManager? = nil, transactionBlocks: TransactionRegistry = TransactionRegistry()
+        persistence: PersistenceManager? = nil, transactionBlocks: TransactionRegistry = TransactionRegistry(),
+        followsHelloHost: Bool = true
     ) {
         self.transactionBlocks = transactionBlocks
         self.endpoint = endpoint
+        self.followsHelloHost = followsHelloHost
         self.logger = logger
         self.connector = connector
         self.persistence = persistence

@@ -6,9 +6,12 @@
 ///   as SQLite's `nodes` table (see ``Persistence/SQLiteServerStore``). `path` sorts by bytes
 ///   (`COLLATE "C"`), so a subtree is one range of the primary key: `path >= 'a/' AND path < 'a0'`.
 /// - `canopy_settings(ns, name, value)`: small JSON documents such as the security rules.
-/// - `canopy_owner(ns, node, epoch, lease_until)`: which server process serves each namespace. A
-///   process takes a namespace by raising its epoch, and every commit first renews the lease of its
-///   own epoch under the row's lock, so a process that lost the namespace can never commit.
+/// - `canopy_owner(ns, node, host, epoch, lease_until)`: which server process serves each
+///   namespace, and where clients reach it. A process takes a namespace by raising its epoch, and
+///   every commit first renews the lease of its own epoch under the row's lock, so a process that
+///   lost the namespace can never commit.
+/// - `canopy_members(node, host, joined_at)`: the processes that ran, with the host each advertises
+///   (whether one still runs is told by its node lock, see ``PostgresStorage``).
 /// - `canopy_commit(ns, epoch, lease, operations…)`: a batch of ``Persistence/RowOperation``s in one
 ///   round trip, fenced by the epoch; `canopy_set_setting` the same for a setting.
 enum PostgresSchema {
@@ -33,8 +36,11 @@ enum PostgresSchema {
                     PRIMARY KEY (ns, name))
                 """,
                 """
-                CREATE TABLE canopy_owner (ns text PRIMARY KEY, node text NOT NULL, epoch bigint NOT NULL,
-                    lease_until timestamptz NOT NULL)
+                CREATE TABLE canopy_owner (ns text PRIMARY KEY, node text NOT NULL, host text,
+                    epoch bigint NOT NULL, lease_until timestamptz NOT NULL)
+                """,
+                """
+                CREATE TABLE canopy_members (node text PRIMARY KEY, host text, joined_at timestamptz NOT NULL)
                 """,
                 """
                 CREATE FUNCTION canopy_parent(p text) RETURNS text LANGUAGE sql IMMUTABLE AS $$

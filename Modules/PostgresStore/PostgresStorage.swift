@@ -1,36 +1,77 @@
 public import Logging
 import PostgresNIO
+import Synchronization
 
 /// A process's connection to the PostgreSQL store: one connection pool shared by every namespace
 /// it serves, the schema brought up to date at start, and the namespaces opened as
 /// ``PostgresServerStore``s, each owned by this process (`node`) under an epoch.
 ///
+/// While it runs, the process holds an advisory lock named after its node on a connection of its
+/// own (``nodeLockClass``). PostgreSQL releases it the moment that connection ends, so when the
+/// process dies (`kill -9`) another may take its namespaces at once instead of waiting for their
+/// leases to run out; and a second process cannot start under the same node name.
+///
 /// ```swift
-/// let storage = PostgresStorage(location: try PostgresLocation(url), node: "s-node1:9000", logger: logger)
+/// let storage = PostgresStorage(
+///     location: try PostgresLocation(url), node: "node1", host: "s-node1.example.com:9000", logger: logger)
 /// let pool = Task { await storage.run() }
 /// try await storage.prepare()                       // clear errors: unreachable, credentials, newer schema
 /// let store = try storage.open("main")              // blocking: takes the namespace's lease
 /// ```
 public final class PostgresStorage: Sendable {
     public let location: PostgresLocation
-    /// This process's name in `canopy_owner`: whoever has the same name may take its namespaces at
-    /// once (a restart); others wait for the lease to run out.
+    /// This process's name in `canopy_owner`: unique among running processes (see the node lock).
     public let node: String
+    /// Where clients reach this process (`host[:port]`), told to clients redirected to it.
+    public let host: String?
     /// How long a namespace stays this process's without a commit or a renewal.
     public let leaseDuration: Duration
     let client: PostgresClient
     let logger: Logger
+    /// The connection holding this node's advisory lock, once ``prepare()`` took it.
+    private let nodeLock = Mutex<PostgresConnection?>(nil)
 
-    public init(location: PostgresLocation, node: String, leaseDuration: Duration = .seconds(5), logger: Logger) {
+    /// The first key of every node lock (`pg_advisory_lock(nodeLockClass, hashtext(node))`).
+    public static let nodeLockClass: Int32 = 0x43_4E_50
+
+    public init(
+        location: PostgresLocation, node: String, host: String? = nil, leaseDuration: Duration = .seconds(5),
+        logger: Logger
+    ) {
         self.location = location
         self.node = node
+        self.host = host
         self.leaseDuration = leaseDuration
         self.logger = logger
         self.client = PostgresClient(configuration: location.clientConfiguration, backgroundLogger: logger)
     }
 
-    /// Runs the connection pool until the task is cancelled; every other call needs it running.
-    public func run() async { await client.run() }
+    /// Runs the connection pool, and keeps the node lock taken (taking it again after PostgreSQL
+    /// came back), until the task is cancelled; every other call needs it running. Cancelling it
+    /// releases the node lock.
+    public func run() async {
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.client.run() }
+            group.addTask { await self.keepNodeLock() }
+        }
+    }
+
+    private func keepNodeLock() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(1))
+            guard !Task.isCancelled, let held = nodeLock.withLock({ $0 }), held.isClosed else { continue }
+            nodeLock.withLock { $0 = nil }
+            do {
+                try await join()
+                logger.notice("took the node lock again", metadata: ["node": "\(node)"])
+            } catch {
+                logger.error("could not take the node lock again", metadata: ["node": "\(node)", "error": "\(error)"])
+                nodeLock.withLock { $0 = $0 ?? held }
+            }
+        }
+        // Out of the cancelled task, whose cancellation would stop the close before it is sent.
+        if let held = nodeLock.withLock({ $0 }) { await Task { try? await held.close() }.value }
+    }
 
     /// Checks that PostgreSQL answers and runs the migrations this build knows and the database
     /// lacks, in one transaction (several processes starting at once take turns).
@@ -79,6 +120,51 @@ public final class PostgresStorage: Sendable {
             throw Self.failure("migrating", cause)
         }
         try? await connection.close()
+        if nodeLock.withLock({ $0.map { !$0.isClosed } ?? false }) { return }
+        try await join()
+    }
+
+    /// Takes this node's lock on a connection of its own and records the node in `canopy_members`.
+    /// Throws ``PostgresStoreError/nodeInUse(_:)`` when a running process has the same node name,
+    /// ``PostgresStoreError/hostInUse(_:node:)`` when one advertises the same host.
+    private func join() async throws(PostgresStoreError) {
+        let connection: PostgresConnection
+        do {
+            connection = try await PostgresConnection.connect(
+                configuration: location.connectionConfiguration, id: 1, logger: logger)
+        } catch {
+            throw Self.connectionFailure(error, location: location)
+        }
+        let (node, host, logger) = (node, host, logger)
+        do {
+            let lock = try await connection.query(
+                "SELECT pg_try_advisory_lock(\(Self.nodeLockClass), hashtext(\(node)))", logger: logger)
+            var locked = false
+            for try await value in lock.decode(Bool.self) { locked = value }
+            guard locked else { throw PostgresStoreError.nodeInUse(node) }
+            if let host {
+                let others = try await connection.query(
+                    """
+                    SELECT node FROM canopy_members WHERE host = \(host) AND node <> \(node)
+                        AND NOT pg_try_advisory_xact_lock(\(Self.nodeLockClass), hashtext(node))
+                    """,
+                    logger: logger)
+                for try await other in others.decode(String.self) {
+                    throw PostgresStoreError.hostInUse(host, node: other)
+                }
+            }
+            try await connection.query(
+                """
+                INSERT INTO canopy_members (node, host, joined_at) VALUES (\(node), \(host), now())
+                ON CONFLICT (node) DO UPDATE SET host = EXCLUDED.host, joined_at = EXCLUDED.joined_at
+                """,
+                logger: logger
+            ).consume()
+        } catch {
+            try? await connection.close()
+            throw Self.failure("joining as node \"\(node)\"", error)
+        }
+        nodeLock.withLock { $0 = connection }
     }
 
     /// Whether namespace `name` was ever written (it has an owner row). Blocks.
@@ -95,10 +181,11 @@ public final class PostgresStorage: Sendable {
     }
 
     /// Takes namespace `name` for this process (raising its epoch) and returns its store. Throws
-    /// ``PostgresStoreError/ownedElsewhere(namespace:node:)`` while another process holds its lease.
-    /// Blocks.
+    /// ``PostgresStoreError/ownedElsewhere(namespace:node:host:)`` while another running process
+    /// holds its lease: one whose lease ran out, or whose node lock is free (it died), is taken
+    /// over. Blocks.
     public func open(_ name: String) throws(PostgresStoreError) -> PostgresServerStore {
-        let (client, logger, node) = (client, logger, node)
+        let (client, logger, node, host) = (client, logger, node, host)
         let leaseMilliseconds = leaseDuration.milliseconds
         let sent = ContinuousClock.now
         let epoch: Int64?
@@ -106,11 +193,12 @@ public final class PostgresStorage: Sendable {
             epoch = try Blocking.run {
                 let rows = try await client.query(
                     """
-                    INSERT INTO canopy_owner (ns, node, epoch, lease_until)
-                        VALUES (\(name), \(node), 1, now() + \(leaseMilliseconds) * interval '1 millisecond')
-                    ON CONFLICT (ns) DO UPDATE SET node = EXCLUDED.node, epoch = canopy_owner.epoch + 1,
-                        lease_until = EXCLUDED.lease_until
+                    INSERT INTO canopy_owner (ns, node, host, epoch, lease_until)
+                        VALUES (\(name), \(node), \(host), 1, now() + \(leaseMilliseconds) * interval '1 millisecond')
+                    ON CONFLICT (ns) DO UPDATE SET node = EXCLUDED.node, host = EXCLUDED.host,
+                        epoch = canopy_owner.epoch + 1, lease_until = EXCLUDED.lease_until
                     WHERE canopy_owner.lease_until < now() OR canopy_owner.node = EXCLUDED.node
+                        OR pg_try_advisory_xact_lock(\(Self.nodeLockClass), hashtext(canopy_owner.node))
                     RETURNING epoch
                     """,
                     logger: logger)
@@ -121,15 +209,16 @@ public final class PostgresStorage: Sendable {
             throw Self.failure("taking namespace \"\(name)\"", error)
         }
         guard let epoch else {
-            let owner = try? Blocking.run {
+            let owner = try? Blocking.run { () -> (node: String, host: String?)? in
                 for try await owner in try await client.query(
-                    "SELECT node FROM canopy_owner WHERE ns = \(name)", logger: logger
-                ).decode(String.self) {
+                    "SELECT node, host FROM canopy_owner WHERE ns = \(name)", logger: logger
+                ).decode((String, String?).self) {
                     return owner
                 }
-                return "another server"
+                return nil
             }
-            throw .ownedElsewhere(namespace: name, node: owner ?? "another server")
+            throw .ownedElsewhere(
+                namespace: name, node: owner?.node ?? "another server", host: owner.flatMap { $0.host })
         }
         logger.info("took namespace", metadata: ["namespace": "\(name)", "epoch": "\(epoch)", "node": "\(node)"])
         return PostgresServerStore(namespace: name, epoch: epoch, storage: self, acquired: sent)

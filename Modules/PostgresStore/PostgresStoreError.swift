@@ -14,8 +14,13 @@ public enum PostgresStoreError: Error, Sendable, Equatable, CustomStringConverti
     case cannotConnect(url: String, reason: String)
     /// The database holds migrations this build does not know: a newer Canopy wrote it.
     case newerSchema(applied: [String], known: [String])
-    /// Namespace `namespace` is served by `node`, whose lease has not run out.
-    case ownedElsewhere(namespace: String, node: String)
+    /// Namespace `namespace` is served by `node` (reached at `host`, when it advertises one), whose
+    /// lease has not run out.
+    case ownedElsewhere(namespace: String, node: String, host: String?)
+    /// A running process already has node name `node`.
+    case nodeInUse(String)
+    /// Node `node`, running, already advertises host `host`.
+    case hostInUse(String, node: String)
     /// This process no longer owns `namespace`: another took it over (a higher epoch than
     /// `epoch`). Nothing was written.
     case fenced(namespace: String, epoch: Int64)
@@ -34,8 +39,12 @@ public enum PostgresStoreError: Error, Sendable, Equatable, CustomStringConverti
         case .newerSchema(let applied, let known):
             "the database was migrated by a newer Canopy (it has \(applied.joined(separator: ", ")); "
                 + "this build knows \(known.joined(separator: ", "))"
-        case .ownedElsewhere(let namespace, let node):
+        case .ownedElsewhere(let namespace, let node, _):
             "namespace \"\(namespace)\" is served by \(node)"
+        case .nodeInUse(let node):
+            "another running canopy-server has node name \"\(node)\" (give each its own --node-name)"
+        case .hostInUse(let host, let node):
+            "node \"\(node)\", running, already advertises host \"\(host)\" (give each its own --advertise-host)"
         case .fenced(let namespace, let epoch):
             "namespace \"\(namespace)\" was taken over by another server (this one held epoch \(epoch))"
         case .query(let operation, let message):

@@ -53,8 +53,11 @@ extension CanopyServer {
             return Self.error(.internalServerError, "Storage error: \(reason)")
         } catch .tooManyOpen(let limit) {
             return Self.error(.serviceUnavailable, "Too many namespaces in use (at most \(limit)); try again later")
-        } catch .servedElsewhere(let name, let node) {
-            return Self.error(.serviceUnavailable, "Namespace \"\(name)\" is served by \(node)")
+        } catch .servedElsewhere(let name, let node, let host) {
+            guard let host else {
+                return Self.error(.serviceUnavailable, "Namespace \"\(name)\" is served by \(node)")
+            }
+            return Self.redirect(request, to: host, namespace: name)
         } catch .shuttingDown {
             return Self.error(.serviceUnavailable, "The server is shutting down")
         }
@@ -299,6 +302,26 @@ extension CanopyServer {
         headers[.contentType] = "application/json; charset=utf-8"
         let text = value.serialized(pretty: rest.parameters["print"] == "pretty")
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    /// `307 Temporary Redirect` to the same path on `host`, the process serving `namespace`, with
+    /// `ns=` in the query (the namespace may have come from this request's host name). Method and
+    /// body are kept by clients that follow a 307 (curl -L, Python's requests, firebase-admin).
+    static func redirect(_ request: Request, to host: String, namespace: String) -> Response {
+        let forwarded = HTTPField.Name("X-Forwarded-Proto").flatMap { request.headers[$0] }
+        let scheme = forwarded == "https" ? "https" : "http"
+        var items = URLComponents(string: "http://x/?" + (request.uri.query ?? ""))?.queryItems ?? []
+        items.removeAll { $0.name == "ns" }
+        items.append(URLQueryItem(name: "ns", value: namespace))
+        var location = URLComponents()
+        location.percentEncodedPath = request.uri.path
+        location.queryItems = items
+        var headers = HTTPFields()
+        headers[.location] = "\(scheme)://\(host)" + (location.string ?? request.uri.path)
+        headers[.contentType] = "application/json; charset=utf-8"
+        let text = JSONValue.object(["error": .string("Namespace \"\(namespace)\" is served at \(host)")]).serialized()
+        return Response(
+            status: .temporaryRedirect, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 
     static func error(_ status: HTTPResponse.Status, _ message: String) -> Response {

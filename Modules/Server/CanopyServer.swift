@@ -47,8 +47,12 @@ public struct CanopyServer: Sendable {
         self.outboundBudget = OutboundBudget(limit: configuration.maxTotalPendingOutboundBytes)
     }
 
-    /// The `host:port` the hello message advertises (clients reconnect there).
-    var advertisedHost: String {
+    /// The `host:port` the hello message advertises (the official clients reconnect there):
+    /// ``ServerConfiguration/advertiseHost``, else the `Host` the client connected to (what it can
+    /// reach), else the address the server listens on.
+    func advertisedHost(requestHost: String?) -> String {
+        if let host = configuration.advertiseHost { return host }
+        if let requestHost, ServerConfiguration.isValidAdvertisedHost(requestHost) { return requestHost }
         let port = boundPort.value.withLock { $0 } ?? configuration.port
         return "\(configuration.host):\(port)"
     }
@@ -142,7 +146,8 @@ public struct CanopyServer: Sendable {
         }
         let node = configuration.nodeName ?? "\(Self.hostName()):\(configuration.port)"
         let storage = PostgresStorage(
-            location: location, node: node, leaseDuration: configuration.leaseDuration, logger: logger)
+            location: location, node: node, host: configuration.advertiseHost,
+            leaseDuration: configuration.leaseDuration, logger: logger)
         let pool = Task { await storage.run() }
         do {
             try await storage.prepare()

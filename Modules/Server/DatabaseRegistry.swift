@@ -64,8 +64,9 @@ actor DatabaseRegistry {
         case storage(String)
         /// ``ServerConfiguration/maxOpenNamespaces`` are open and each is in use.
         case tooManyOpen(limit: Int)
-        /// Another server process holds the namespace's lease in PostgreSQL.
-        case servedElsewhere(String, node: String)
+        /// Another server process holds the namespace's lease in PostgreSQL; clients reach it at
+        /// `host` when it advertises one.
+        case servedElsewhere(String, node: String, host: String?)
         /// The server is stopping: namespaces that are not open stay closed.
         case shuttingDown
     }
@@ -176,8 +177,8 @@ actor DatabaseRegistry {
                                 owned.whenSteppedDown { signal.fire() }
                                 store = owned
                             } catch {
-                                if case .ownedElsewhere(_, let node) = error {
-                                    throw .servedElsewhere(name, node: node)
+                                if case .ownedElsewhere(_, let node, let host) = error {
+                                    throw .servedElsewhere(name, node: node, host: host)
                                 }
                                 throw storageFailure(name, error, logger: logger)
                             }

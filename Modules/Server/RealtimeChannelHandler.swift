@@ -18,6 +18,8 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
 
     private let server: CanopyServer
     private let parameters: [String: String]
+    /// The upgrade request's `Host`.
+    private let requestHost: String?
     private var connection: RealtimeConnection?
     private var assembler: FrameAssembler
     private var heartbeat: Heartbeat
@@ -27,9 +29,10 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
     /// Set once the connection is being failed: later frames are dropped.
     private var failed = false
 
-    init(server: CanopyServer, parameters: [String: String]) {
+    init(server: CanopyServer, parameters: [String: String], requestHost: String?) {
         self.server = server
         self.parameters = parameters
+        self.requestHost = requestHost
         self.assembler = FrameAssembler(maxMessageBytes: server.configuration.maxMessageBytes)
         self.heartbeat = Heartbeat(interval: server.configuration.heartbeatInterval)
     }
@@ -52,7 +55,7 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
         let connection = RealtimeConnection(
             channel: context.channel, framedOutput: NIOLoopBound(encoder, eventLoop: context.eventLoop), server: server)
         self.connection = connection
-        connection.open(parameters: parameters)
+        connection.open(parameters: parameters, requestHost: requestHost)
         let tick = TimeAmount(heartbeat.checkInterval)
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
         heartbeatTask = context.eventLoop.scheduleRepeatedTask(initialDelay: tick, delay: tick) { _ in

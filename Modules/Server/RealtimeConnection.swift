@@ -99,20 +99,30 @@ final class RealtimeConnection: Subscriber, FlushTarget {
 
     /// Greets the client and opens its namespace; requests that arrive meanwhile wait in order.
     /// A reconnect naming its previous session (`ls`) ends that session first.
-    func open(parameters: [String: String]) {
+    ///
+    /// In a cluster (PostgreSQL) the namespace is opened before the hello: when another process
+    /// serves it, the client is sent that process's host in the protocol's redirect (`r`) instead of
+    /// a hello, as Firebase's servers do, and the official clients reconnect there at once.
+    func open(parameters: [String: String], requestHost: String? = nil) {
         server.metrics.connections.increment()
         server.connections.realtimeOpened()
-        send(
-            .hello(
-                timestamp: Int64(Database.now()), version: "5", host: server.advertisedHost, sessionID: sessionID,
-                extensions: [RealtimeHello.writeIDsExtension]))
         let namespace = parameters["ns"].flatMap { $0.isEmpty ? nil : $0 } ?? server.configuration.defaultNamespace
+        let redirects = server.configuration.postgresURL != nil
+        let helloHost = server.advertisedHost(requestHost: requestHost)
+        if !redirects { sendHello(host: helloHost) }
         Task {
             let lease: DatabaseLease
             do throws(DatabaseRegistry.LookupError) {
                 lease = try await server.databases.lease(namespace)
             } catch {
-                send(.error(Self.refusal(of: namespace, error)))
+                if redirects, case .servedElsewhere(_, let node, let host?) = error {
+                    server.logger.debug(
+                        "redirected a realtime client", metadata: ["namespace": "\(namespace)", "node": "\(node)"])
+                    send(.reset(host: host))
+                } else {
+                    if redirects { sendHello(host: helloHost) }
+                    send(.error(Self.refusal(of: namespace, error)))
+                }
                 closeAfterPendingMessages()
                 // Requests go unanswered; a close that already arrived must still be handled.
                 inbox.withLock { inbox in
@@ -124,6 +134,7 @@ final class RealtimeConnection: Subscriber, FlushTarget {
                 await drain(database: nil)
                 return
             }
+            if redirects { sendHello(host: helloHost) }
             if let last = parameters["ls"], !last.isEmpty { await server.sessions.end(last) }
             let database = lease.database
             server.sessions.add(self, database: database)
@@ -135,6 +146,13 @@ final class RealtimeConnection: Subscriber, FlushTarget {
         }
     }
 
+    private func sendHello(host: String) {
+        send(
+            .hello(
+                timestamp: Int64(Database.now()), version: "5", host: host, sessionID: sessionID,
+                extensions: [RealtimeHello.writeIDsExtension]))
+    }
+
     /// What a client whose namespace could not be opened is told.
     private static func refusal(of namespace: String, _ error: DatabaseRegistry.LookupError) -> String {
         switch error {
@@ -142,7 +160,7 @@ final class RealtimeConnection: Subscriber, FlushTarget {
         case .unknown: "unknown namespace \"\(namespace)\""
         case .storage(let reason): "namespace \"\(namespace)\" could not be opened: \(reason)"
         case .tooManyOpen(let limit): "too many namespaces in use (at most \(limit)); try again later"
-        case .servedElsewhere(_, let node): "namespace \"\(namespace)\" is served by \(node)"
+        case .servedElsewhere(_, let node, _): "namespace \"\(namespace)\" is served by \(node)"
         case .shuttingDown: "the server is shutting down"
         }
     }

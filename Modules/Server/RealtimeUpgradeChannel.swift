@@ -65,12 +65,13 @@ struct RealtimeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                 upgradePipelineHandler: { channel, head in
                     channel.eventLoop.makeCompletedFuture {
                         let parameters = CanopyServer.queryParameters(of: head.uri)
+                        let requestHost = head.headers["Host"].first
                         try channel.pipeline.syncOperations.addHandler(
                             NIOWebSocketFrameAggregator(
                                 minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1 << 16,
                                 maxAccumulatedFrameSize: maxFrameBytes))
                         try channel.pipeline.syncOperations.addHandler(
-                            RealtimeChannelHandler(server: server, parameters: parameters))
+                            RealtimeChannelHandler(server: server, parameters: parameters, requestHost: requestHost))
                         return UpgradeResult.realtime
                     }
                 }

@@ -14,10 +14,16 @@ public struct ServerConfiguration: Sendable {
     /// socket): every namespace is kept in that database instead of ``dataDirectory``, and this
     /// process serves a namespace only while it holds its lease there.
     public var postgresURL: String?
-    /// This process's name among the servers sharing ``postgresURL`` (default `<hostname>:<port>`):
-    /// a process started again under the same name takes its namespaces back at once; another
-    /// waits until their leases ran out.
+    /// This process's name among the servers sharing ``postgresURL`` (default `<hostname>:<port>`),
+    /// unique among the running ones: a second process under a running one's name is refused at
+    /// start.
     public var nodeName: String?
+    /// Where clients reach this process, `host[:port]` (such as `s-node1.example.com:9000`): sent in
+    /// the realtime hello, and, with ``postgresURL``, to clients of a namespace this process serves
+    /// that reached another process (the realtime redirect `r`, REST `307`). Firebase's clients
+    /// remember a host beginning with `s-` across restarts. `nil`: the address the server listens
+    /// on, and other processes answer `503` instead of redirecting.
+    public var advertiseHost: String?
     /// How long a namespace stays this process's in PostgreSQL without a commit or a renewal.
     public var leaseDuration: Duration = .seconds(5)
     /// The namespace of clients that name none (no `ns`, and a Host that is an IP or localhost).

@@ -26,6 +26,11 @@ public struct TestHTTPResponse: Sendable {
 }
 
 extension TestServer {
+    /// A client that hands redirects back instead of following them, so that tests see what the
+    /// server answered (HTTPClient.shared follows them).
+    private static let client = HTTPClient(
+        eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(redirectConfiguration: .disallow))
+
     /// Sends one HTTP request to `target` (a path with an optional query string, for example
     /// `/users.json?orderBy=%22$key%22`) and reads the whole response.
     public func http(
@@ -35,13 +40,14 @@ extension TestServer {
         try await Self.http(baseURL: baseURL, method, target, headers: headers, body: body, timeout: timeout)
     }
 
-    /// Sends one HTTP request to `baseURL + target` (any server, for example a ``ServerProcess``).
+    /// Sends one HTTP request to `baseURL + target` (any server, for example a ``ServerProcess``);
+    /// a redirect is returned, not followed.
     public static func http(
         baseURL: String, _ method: TestHTTPMethod, _ target: String, headers: [(String, String)] = [],
         body: String? = nil, timeout: Duration = .seconds(30)
     ) async throws -> TestHTTPResponse {
         let request = makeRequest(baseURL + target, method, headers: headers, body: body)
-        let response = try await HTTPClient.shared.execute(request, timeout: .init(timeout))
+        let response = try await client.execute(request, timeout: .init(timeout))
         let bytes = try await response.body.collect(upTo: 1 << 28)
         return TestHTTPResponse(
             status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
@@ -59,7 +65,7 @@ extension TestServer {
     ) async throws -> EventStreamReader {
         let request = makeRequest(
             baseURL + target, .GET, headers: [("Accept", "text/event-stream")] + headers, body: nil)
-        let response = try await HTTPClient.shared.execute(request, timeout: .minutes(10))
+        let response = try await client.execute(request, timeout: .minutes(10))
         return EventStreamReader(response: response)
     }
 

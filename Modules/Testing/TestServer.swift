@@ -2,6 +2,8 @@ import Auth
 public import CanopyServer
 import Foundation
 public import Logging
+import NIOCore
+import NIOPosix
 import Synchronization
 
 /// A ``CanopyServer`` running in this process on a free port, for tests that talk to it over real
@@ -56,6 +58,16 @@ public struct TestServer: Sendable {
         return configuration
     }
 
+    /// A loopback port free now, for a server whose port must be known before it starts (one that
+    /// advertises its own address). Another process could take it first; tests accept that.
+    public static func reservePort() throws -> Int {
+        let address = try SocketAddress(ipAddress: "127.0.0.1", port: 0)
+        let channel = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(to: address).wait()
+        defer { try? channel.close().wait() }
+        guard let port = channel.localAddress?.port else { throw TestServerError.noPort }
+        return port
+    }
+
     /// A logger that stays quiet unless `CANOPY_TEST_LOG_LEVEL` asks for more.
     public static func makeLogger(label: String = "canopy-test") -> Logger {
         var logger = Logger(label: label)
@@ -64,10 +76,9 @@ public struct TestServer: Sendable {
         return logger
     }
 
-    /// Starts a server with `configuration` (its port is forced to 0) and returns once it listens.
+    /// Starts a server with `configuration` and returns once it listens (on a free port when the
+    /// configuration's is 0, as ``defaultConfiguration(dataDirectory:)``'s is).
     public static func start(configuration: ServerConfiguration, logger: Logger? = nil) async throws -> TestServer {
-        var configuration = configuration
-        configuration.port = 0
         let server = CanopyServer(configuration: configuration, logger: logger ?? makeLogger())
         let started = StartSignal()
         let task = Task {
@@ -135,8 +146,15 @@ public struct TestServer: Sendable {
 /// Why a ``TestServer`` could not start.
 public enum TestServerError: Error, CustomStringConvertible {
     case stoppedBeforeListening
+    /// ``TestServer/reservePort()`` bound a socket that reported no port.
+    case noPort
 
-    public var description: String { "the server stopped before it was listening" }
+    public var description: String {
+        switch self {
+        case .stoppedBeforeListening: "the server stopped before it was listening"
+        case .noPort: "a socket bound to port 0 reported no port"
+        }
+    }
 }
 
 /// Runs `body` against a fresh server and always stops it afterwards.

@@ -129,6 +129,42 @@ struct OnlineTests {
         }
     }
 
+    @Test func laterConnectionsGoToTheHostTheHelloNamesAndBackWhenItIsGone() async throws {
+        let folder = try TestServer.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let named = try await TestServer.start(configuration: TestServer.defaultConfiguration(dataDirectory: nil))
+        var configuration = TestServer.defaultConfiguration(dataDirectory: folder)
+        configuration.advertiseHost = "127.0.0.1:\(named.port)"
+        let first = try await TestServer.start(configuration: configuration)
+        do {
+            try await Self.followTheHelloHost(from: first, to: named)
+        } catch {
+            await named.stop()
+            await first.stop()
+            throw error
+        }
+        await first.stop()
+    }
+
+    private static func followTheHelloHost(from first: TestServer, to named: TestServer) async throws {
+        let database = makeDatabase(first)
+        let connected = Recorder<Bool>()
+        database.reference(withPath: ".info/connected").observe(.value) { connected.record($0.value as? Bool ?? false) }
+        #expect(await connected.wait { $0.last == true })
+        #expect(await first.waitForOpenConnections(1))
+
+        // Reconnecting goes to the host the hello named.
+        database.goOffline()
+        database.goOnline()
+        #expect(await named.waitForOpenConnections(1), "the client did not move to the named host")
+        #expect(await first.waitForOpenConnections(0))
+
+        // That host gone, the client comes back to the one it was configured with.
+        await named.stop()
+        #expect(await first.waitForOpenConnections(1, timeout: .seconds(30)), "the client did not come back")
+        database.goOffline()
+    }
+
     @Test func tenClientsIncrementingTenTimesEachAddExactlyOneHundred() async throws {
         try await withServer { server in
             let clients = (0..<10).map { _ in makeDatabase(server) }

@@ -14,9 +14,10 @@ final class ScriptedLink: ServerLink {
     private let continuation: AsyncStream<ServerMessage>.Continuation
     private let sentMessages = Mutex<[ClientMessage]>([])
 
-    init(session: String, extensions: Set<String> = []) {
+    /// `host`: what the hello names, as a server names the host it was reached at.
+    init(session: String, host: String, extensions: Set<String> = []) {
         hello = RealtimeHello(
-            timestamp: Int64(Date().timeIntervalSince1970 * 1000), host: "scripted", sessionID: session,
+            timestamp: Int64(Date().timeIntervalSince1970 * 1000), host: host, sessionID: session,
             extensions: extensions)
         (messages, continuation) = AsyncStream.makeStream()
     }
@@ -86,7 +87,9 @@ final class ScriptedServer: Sendable {
             while true {
                 let link: ScriptedLink? = state.withLock { state in
                     guard state.links.count < state.allowed else { return nil }
-                    let link = ScriptedLink(session: "session-\(state.links.count + 1)", extensions: extensions)
+                    let link = ScriptedLink(
+                        session: "session-\(state.links.count + 1)", host: "\(endpoint.host):\(endpoint.port)",
+                        extensions: extensions)
                     state.links.append(link)
                     state.lastSessions.append(lastSession)
                     return link

@@ -12,12 +12,59 @@ import Tree
 // One cluster at a time: starting several at once on a 2-core machine starves the other suites.
 @Suite(.serialized, .enabled(if: PostgresTestCluster.isEnabled)) struct PostgresServerTests {
     private static func configure(
-        _ cluster: PostgresTestCluster, node: String, leaseDuration: Duration = .seconds(5)
+        _ cluster: PostgresTestCluster, node: String, leaseDuration: Duration = .seconds(5), port: Int? = nil
     ) -> (inout ServerConfiguration) -> Void {
         { configuration in
             configuration.postgresURL = cluster.url
             configuration.nodeName = node
             configuration.leaseDuration = leaseDuration
+            if let port {
+                configuration.port = port
+                configuration.advertiseHost = "127.0.0.1:\(port)"
+            }
+        }
+    }
+
+    @Test func aProcessThatDoesNotServeANamespaceSendsItsClientsToTheOneThatDoes() async throws {
+        try await withPostgresCluster { cluster in
+            let (portA, portB) = (try TestServer.reservePort(), try TestServer.reservePort())
+            try await withTestServer(configure: Self.configure(cluster, node: "node-a", port: portA)) { first in
+                try await withTestServer(configure: Self.configure(cluster, node: "node-b", port: portB)) { second in
+                    #expect(try await first.http(.PUT, "/v.json?ns=shared", body: "1").status == 200)
+                    // The owner's hello names it.
+                    let direct = try await RealtimeTestClient.connect(to: first, namespace: "shared")
+                    #expect(direct.hello.host == "127.0.0.1:\(portA)")
+                    await direct.close()
+
+                    // REST: 307 to the same path on the owner, the namespace in the query.
+                    for (method, target, body) in [
+                        (TestHTTPMethod.GET, "/v.json?ns=shared&print=pretty", nil),
+                        (.PUT, "/v.json?ns=shared", "2"),
+                    ] {
+                        let answer = try await second.http(method, target, body: body)
+                        #expect(answer.status == 307, "\(method) \(target): \(answer.status) \(answer.body)")
+                        let location = answer.header("Location") ?? ""
+                        #expect(location.hasPrefix("http://127.0.0.1:\(portA)/v.json?"), "\(location)")
+                        #expect(location.contains("ns=shared"), "\(location)")
+                    }
+                    let byHost = try await second.http(.GET, "/v.json", headers: [("Host", "shared.canopy.local")])
+                    #expect(byHost.header("Location") == "http://127.0.0.1:\(portA)/v.json?ns=shared")
+
+                    // Realtime: the protocol's redirect instead of a hello.
+                    do {
+                        let client = try await RealtimeTestClient.connect(to: second, namespace: "shared")
+                        Issue.record("node-b greeted a client of node-a's namespace: \(client.hello)")
+                        await client.close()
+                    } catch RealtimeTestError.noHello(let received, _, _, _) {
+                        #expect(received == .reset(host: "127.0.0.1:\(portA)"))
+                    }
+                    // node-b serves the namespaces it owns, with its own hello.
+                    let own = try await RealtimeTestClient.connect(to: second, namespace: "other")
+                    #expect(own.hello.host == "127.0.0.1:\(portB)")
+                    try await own.put("w", 1)
+                    await own.close()
+                }
+            }
         }
     }
 

@@ -29,15 +29,24 @@ import Tree
 
     /// A prepared storage for `node` on `cluster`, its pool running for the duration of `body`.
     private static func withStorage<Value: Sendable>(
-        _ cluster: PostgresTestCluster, node: String = "node1", leaseDuration: Duration = .seconds(5),
-        _ body: (PostgresStorage) async throws -> Value
+        _ cluster: PostgresTestCluster, node: String = "node1", host: String? = nil,
+        leaseDuration: Duration = .seconds(5), _ body: (PostgresStorage) async throws -> Value
     ) async throws -> Value {
         let storage = PostgresStorage(
-            location: try PostgresLocation(cluster.url), node: node, leaseDuration: leaseDuration, logger: logger)
+            location: try PostgresLocation(cluster.url), node: node, host: host, leaseDuration: leaseDuration,
+            logger: logger)
         let pool = Task { await storage.run() }
-        defer { pool.cancel() }
-        try await storage.prepare()
-        return try await body(storage)
+        do {
+            try await storage.prepare()
+            let value = try await body(storage)
+            pool.cancel()
+            await pool.value
+            return value
+        } catch {
+            pool.cancel()
+            await pool.value
+            throw error
+        }
     }
 
     @Test(arguments: [1, 2, 3] as [UInt64])
@@ -96,7 +105,9 @@ import Tree
                     try await Self.blocking { try old.commit([StoredWrite(path: "v", node: Node(.number(1)))]) }
 
                     // While node1's lease runs, node2 cannot take the namespace.
-                    await #expect(throws: PostgresStoreError.ownedElsewhere(namespace: "fenced", node: "node1")) {
+                    await #expect(
+                        throws: PostgresStoreError.ownedElsewhere(namespace: "fenced", node: "node1", host: nil)
+                    ) {
                         try await Self.blocking { try second.open("fenced") }
                     }
 
@@ -131,12 +142,16 @@ import Tree
         try await withPostgresCluster { cluster in
             // Renewed every 2 s, and served until 1 s before the lease ends: a renewal late by 3 s (a
             // busy CI machine) would still hold it.
-            try await Self.withStorage(cluster, node: "node1", leaseDuration: .seconds(6)) { first in
+            try await Self.withStorage(cluster, node: "node1", host: "s-node1:9001", leaseDuration: .seconds(6)) {
+                first in
                 try await Self.withStorage(cluster, node: "node2") { second in
                     let store = try await Self.blocking { try first.open("renewed") }
                     try await Task.sleep(for: .seconds(13))
                     #expect(store.isServing)
-                    await #expect(throws: PostgresStoreError.ownedElsewhere(namespace: "renewed", node: "node1")) {
+                    await #expect(
+                        throws: PostgresStoreError.ownedElsewhere(
+                            namespace: "renewed", node: "node1", host: "s-node1:9001")
+                    ) {
                         try await Self.blocking { try second.open("renewed") }
                     }
                     try await Self.blocking { try store.close() }
@@ -187,6 +202,55 @@ import Tree
                     try await Self.blocking { try new.commit([StoredWrite(path: "v", node: Node(.number(1)))]) }
                 }
             }
+        }
+    }
+
+    @Test func aDeadOwnersNamespaceIsTakenAtOnceAndALiveOnesIsNot() async throws {
+        try await withPostgresCluster { cluster in
+            try await Self.withStorage(cluster, node: "node2", host: "s-node2:9002") { second in
+                // node1 holds the namespace with a lease far from running out.
+                let location = try PostgresLocation(cluster.url)
+                let first = PostgresStorage(
+                    location: location, node: "node1", host: "s-node1:9001", leaseDuration: .seconds(60),
+                    logger: Self.logger)
+                let running = Task { await first.run() }
+                try await first.prepare()
+                let store = try await Self.blocking { try first.open("orphan") }
+                await #expect(
+                    throws: PostgresStoreError.ownedElsewhere(namespace: "orphan", node: "node1", host: "s-node1:9001")
+                ) {
+                    try await Self.blocking { try second.open("orphan") }
+                }
+                // node1 dies: its connections end, and with them its node lock.
+                running.cancel()
+                await running.value
+                let taken = try await Self.blocking { try second.open("orphan") }
+                #expect(taken.epoch == store.epoch + 1)
+                #expect(
+                    try await cluster.psql("SELECT node || ' ' || host FROM canopy_owner WHERE ns = 'orphan'")
+                        == "node2 s-node2:9002")
+            }
+        }
+    }
+
+    @Test func aNodeNameOrHostARunningProcessHasIsRefusedAtStart() async throws {
+        try await withPostgresCluster { cluster in
+            try await Self.withStorage(cluster, node: "node1", host: "s-node1:9001") { _ in
+                let location = try PostgresLocation(cluster.url)
+                for (node, host, expected) in [
+                    ("node1", "s-other:9009", PostgresStoreError.nodeInUse("node1")),
+                    ("node2", "s-node1:9001", PostgresStoreError.hostInUse("s-node1:9001", node: "node1")),
+                ] {
+                    let storage = PostgresStorage(location: location, node: node, host: host, logger: Self.logger)
+                    let pool = Task { await storage.run() }
+                    await #expect(throws: expected) { try await storage.prepare() }
+                    pool.cancel()
+                    await pool.value
+                }
+            }
+            // node1 stopped: its name and host are free again.
+            try await Self.withStorage(cluster, node: "node2", host: "s-node1:9001") { _ in }
+            try await Self.withStorage(cluster, node: "node1", host: "s-node1:9001") { _ in }
         }
     }
 
