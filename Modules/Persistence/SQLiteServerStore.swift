@@ -26,7 +26,10 @@ public final class SQLiteServerStore: ServerStore {
     /// What a returned ``commit(_:)`` survives.
     public let durability: Durability
     private let database: DatabaseQueue
-    private let closed = Atomic(false)
+    /// Whether ``close()`` closed the connection; held while the connection is used, since GRDB
+    /// hands SQLite a null connection after a close (reading a closed store crashed in
+    /// `sqlite3_get_autocommit`).
+    private let closed = Mutex(false)
     private let logger: Logger
 
     /// Opens the database file at `path`, creating it and its parent folder if missing, and brings
@@ -73,18 +76,20 @@ public final class SQLiteServerStore: ServerStore {
     public func loadTree() throws(StoreError) -> Node {
         let (loader, unreadable): (TreeLoader, [TreeLoaderError])
         do {
-            (loader, unreadable) = try database.read { db in
-                var loader = TreeLoader()
-                var unreadable: [TreeLoaderError] = []
-                let rows = try Row.fetchCursor(db, sql: "SELECT path, value FROM nodes ORDER BY path")
-                while let row = try rows.next() {
-                    do throws(TreeLoaderError) {
-                        try loader.add(path: row[0], value: row[1])
-                    } catch {
-                        unreadable.append(error)
+            (loader, unreadable) = try whileOpen { database in
+                try database.read { db in
+                    var loader = TreeLoader()
+                    var unreadable: [TreeLoaderError] = []
+                    let rows = try Row.fetchCursor(db, sql: "SELECT path, value FROM nodes ORDER BY path")
+                    while let row = try rows.next() {
+                        do throws(TreeLoaderError) {
+                            try loader.add(path: row[0], value: row[1])
+                        } catch {
+                            unreadable.append(error)
+                        }
                     }
+                    return (loader, unreadable)
                 }
-                return (loader, unreadable)
             }
         } catch {
             throw failure("loading the tree", error)
@@ -102,12 +107,14 @@ public final class SQLiteServerStore: ServerStore {
         }
         let now = Date().timeIntervalSince1970
         do {
-            try database.write { db in
-                for row in rows {
-                    try db.execute(
-                        sql: "INSERT INTO quarantine (path, value, reason, quarantined_at) VALUES (?, ?, ?, ?)",
-                        arguments: [row.row, row.value, row.reason, now])
-                    try db.execute(sql: "DELETE FROM nodes WHERE path = ?", arguments: [row.row])
+            try whileOpen { database in
+                try database.write { db in
+                    for row in rows {
+                        try db.execute(
+                            sql: "INSERT INTO quarantine (path, value, reason, quarantined_at) VALUES (?, ?, ?, ?)",
+                            arguments: [row.row, row.value, row.reason, now])
+                        try db.execute(sql: "DELETE FROM nodes WHERE path = ?", arguments: [row.row])
+                    }
                 }
             }
         } catch {
@@ -122,9 +129,13 @@ public final class SQLiteServerStore: ServerStore {
     /// decode.
     public func quarantinedRows() throws(StoreError) -> [(path: String, value: String, reason: String)] {
         do {
-            return try database.read { db in
-                try Row.fetchAll(db, sql: "SELECT path, value, reason FROM quarantine ORDER BY quarantined_at, path")
+            return try whileOpen { database in
+                try database.read { db in
+                    try Row.fetchAll(
+                        db, sql: "SELECT path, value, reason FROM quarantine ORDER BY quarantined_at, path"
+                    )
                     .map { (path: $0[0], value: $0[1], reason: $0[2]) }
+                }
             }
         } catch {
             throw failure("reading the quarantine table", error)
@@ -138,9 +149,11 @@ public final class SQLiteServerStore: ServerStore {
     public func commit(_ writes: [StoredWrite]) throws(StoreError) {
         guard !writes.isEmpty else { return }
         do {
-            try database.write { db in
-                var writer = try RowWriter(db)
-                for write in writes { try writer.apply(write) }
+            try whileOpen { database in
+                try database.write { db in
+                    var writer = try RowWriter(db)
+                    for write in writes { try writer.apply(write) }
+                }
             }
         } catch let error as StoreError {
             throw error
@@ -158,8 +171,10 @@ public final class SQLiteServerStore: ServerStore {
     public func setting(_ name: String) throws(StoreError) -> JSONValue? {
         let text: String?
         do {
-            text = try database.read { db in
-                try String.fetchOne(db, sql: "SELECT value FROM settings WHERE name = ?", arguments: [name])
+            text = try whileOpen { database in
+                try database.read { db in
+                    try String.fetchOne(db, sql: "SELECT value FROM settings WHERE name = ?", arguments: [name])
+                }
             }
         } catch {
             throw failure("reading setting \"\(name)\"", error)
@@ -175,16 +190,18 @@ public final class SQLiteServerStore: ServerStore {
     /// Stores the settings document `name` as JSON text; `nil` removes it.
     public func setSetting(_ name: String, _ value: JSONValue?) throws(StoreError) {
         do {
-            try database.write { db in
-                if let value {
-                    try db.execute(
-                        sql: """
-                            INSERT INTO settings (name, value) VALUES (?, ?)
-                            ON CONFLICT (name) DO UPDATE SET value = excluded.value
-                            """,
-                        arguments: [name, value.serialized()])
-                } else {
-                    try db.execute(sql: "DELETE FROM settings WHERE name = ?", arguments: [name])
+            try whileOpen { database in
+                try database.write { db in
+                    if let value {
+                        try db.execute(
+                            sql: """
+                                INSERT INTO settings (name, value) VALUES (?, ?)
+                                ON CONFLICT (name) DO UPDATE SET value = excluded.value
+                                """,
+                            arguments: [name, value.serialized()])
+                    } else {
+                        try db.execute(sql: "DELETE FROM settings WHERE name = ?", arguments: [name])
+                    }
                 }
             }
         } catch {
@@ -196,17 +213,31 @@ public final class SQLiteServerStore: ServerStore {
     /// ``StoreError/sqlite(file:operation:message:)``. Optional: the store also closes when released.
     public func close() throws(StoreError) {
         do {
-            try database.close()
-            closed.store(true, ordering: .releasing)
+            try closed.withLock { closed in
+                guard !closed else { return }
+                try database.close()
+                closed = true
+            }
         } catch {
             throw failure("closing", error)
         }
     }
 
+    /// Runs `body` with the connection unless the store is closed (then it throws
+    /// ``StoreClosed``), keeping ``close()`` out meanwhile.
+    private func whileOpen<Value>(_ body: (DatabaseQueue) throws -> Value) throws -> Value {
+        try closed.withLock { closed in
+            guard !closed else { throw StoreClosed() }
+            return try body(database)
+        }
+    }
+
+    private struct StoreClosed: Error {}
+
     /// The error for a failed `operation`; SQLite's own message for a closed connection ("out of
     /// memory") would mislead.
     private func failure(_ operation: String, _ error: any Error) -> StoreError {
-        let message = closed.load(ordering: .acquiring) ? "the store is closed" : "\(error)"
+        let message = error is StoreClosed ? "the store is closed" : "\(error)"
         return .sqlite(file: path, operation: operation, message: message)
     }
 }

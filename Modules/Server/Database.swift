@@ -355,10 +355,14 @@ actor Database {
     }
 
     /// Whether a commit failure starts a recovery: a submission refused only because an earlier one
-    /// failed (``StoreError/haltedAfterFailure(reason:)``) belongs to the recovery that one started.
+    /// failed (``StoreError/haltedAfterFailure(reason:)``) belongs to the recovery that one started,
+    /// and one refused because the namespace is closing (``StoreError/queueFinished``) has nothing
+    /// to recover (its store is being closed).
     private nonisolated static func startsRecovery(_ error: any Error) -> Bool {
-        if case .haltedAfterFailure? = error as? StoreError { return false }
-        return true
+        switch error as? StoreError {
+        case .haltedAfterFailure?, .queueFinished?: false
+        default: true
+        }
     }
 
     /// Starts bringing memory back to what is durable, once what was queued before has committed.

@@ -189,6 +189,13 @@ struct SQLiteServerStoreTests {
             try store.close()
             let error = #expect(throws: StoreError.self) { try store.commit([try StoredWrite("a", 2)]) }
             #expect(error == .sqlite(file: file, operation: "committing 1 write(s)", message: "the store is closed"))
+            // Reads too (GRDB passed SQLite a null connection for them, which crashed the process).
+            let closed = StoreError.sqlite(file: file, operation: "loading the tree", message: "the store is closed")
+            #expect(throws: closed) { try store.loadTree() }
+            #expect(throws: StoreError.self) { try store.setting("rules") }
+            #expect(throws: StoreError.self) { try store.setSetting("rules", .string("{}")) }
+            #expect(throws: StoreError.self) { try store.quarantinedRows() }
+            try store.close()
             #expect(try SQLiteServerStore(path: file).loadTree() == (try Node(json: ["a": 1])))
         }
     }
