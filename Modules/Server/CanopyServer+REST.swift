@@ -226,6 +226,8 @@ extension CanopyServer {
             return Self.permissionDenied
         case .rejected(let error) where error.status == "unavailable":
             return Self.error(.serviceUnavailable, error.message)
+        case .rejected(let error) where error.status == "storage_error":
+            return Self.error(.internalServerError, error.message)
         case .rejected(let error):
             return Self.error(.badRequest, error.message)
         }

@@ -1,4 +1,4 @@
-import NIOPosix
+import Dispatch
 import Persistence
 import Synchronization
 
@@ -56,15 +56,23 @@ final class OpenNamespace: Sendable {
         }
     }
 
-    /// Commits what is queued, then closes the store (on the blocking thread pool; a PostgreSQL
-    /// store releases its lease there), also when the server is being cancelled: `runIfActive`
-    /// drops work whose task was cancelled, and an SQLite file left open keeps the next server that
+    /// Commits what is queued, then closes the store (a PostgreSQL store releases its lease then),
+    /// also when the server is being cancelled: an SQLite file left open keeps the next server that
     /// opens it out ("database is locked", seen in CI after a restart).
+    ///
+    /// The store closes on a thread of its own, not on NIO's blocking pool: its two threads may be
+    /// busy loading a large namespace for many seconds, and a cancelled server that waited for them
+    /// overran ServiceGroup's cancellation limit, which ends the process.
     func close() async {
         queue.finish()
         await committer.value
         let store = store
-        await Task { _ = try? await NIOThreadPool.singleton.runIfActive { try store.close() } }.value
+        await withCheckedContinuation { (closed: CheckedContinuation<Void, Never>) in
+            DispatchQueue(label: "canopy.namespace.close").async {
+                try? store.close()
+                closed.resume()
+            }
+        }
     }
 }
 

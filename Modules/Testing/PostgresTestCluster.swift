@@ -91,9 +91,10 @@ public final class PostgresTestCluster: Sendable {
         try await startServer()
     }
 
-    /// Stops the server (a fast shutdown, SIGINT), keeping its files.
-    public func stopServer() async {
-        await stopServer(signal: SIGINT)
+    /// Stops the server, keeping its files: a fast shutdown (SIGINT), or with `immediately` as a
+    /// crash would (SIGQUIT: no checkpoint; the next start recovers from the write-ahead log).
+    public func stopServer(immediately: Bool = false) async {
+        await stopServer(signal: immediately ? SIGQUIT : SIGINT)
     }
 
     private func stopServer(signal: Int32) async {

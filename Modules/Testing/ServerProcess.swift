@@ -117,6 +117,17 @@ public final class ServerProcess: Sendable {
         await waitForExit()
     }
 
+    /// Stops the process with SIGSTOP, as a long pause would (its sockets stay open); ``resume()``
+    /// lets it go on.
+    public func pause() {
+        send(SIGSTOP, to: process)
+    }
+
+    /// Lets a process ``pause()`` stopped go on (SIGCONT).
+    public func resume() {
+        send(SIGCONT, to: process)
+    }
+
     /// Asks the process to stop with SIGTERM and waits until it is gone.
     public func terminate() async {
         send(SIGTERM, to: process)
