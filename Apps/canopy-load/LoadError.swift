@@ -11,6 +11,8 @@ enum LoadError: Error, CustomStringConvertible {
     case redis(String)
     case listenersLost(Int)
     case clientsNotReady(ready: Int, total: Int)
+    /// A scenario's own check failed (said in the text).
+    case check(String)
 
     var description: String {
         switch self {
@@ -37,6 +39,8 @@ enum LoadError: Error, CustomStringConvertible {
             "\(count) listener connection(s) closed before their listen was answered"
         case .clientsNotReady(let ready, let total):
             "only \(ready) of \(total) clients had their listens answered in time"
+        case .check(let reason):
+            reason
         }
     }
 }

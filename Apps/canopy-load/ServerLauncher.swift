@@ -23,6 +23,12 @@ struct LaunchOptions: ParsableArguments {
     @Flag(help: "With --launch, keep the data in memory (a restart then loses it).")
     var inMemory = false
 
+    @Option(
+        help: ArgumentHelp(
+            "With --launch, the server's --store: a PostgreSQL URL to keep the data there instead of SQLite files.",
+            valueName: "postgres-url"))
+    var serverStore: String?
+
     @Option(help: "Process id of a canopy-server not started by the tool, to read its CPU time and memory from /proc.")
     var serverPid: Int32?
 
@@ -48,9 +54,10 @@ struct LaunchOptions: ParsableArguments {
             temporary = true
         }
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let store = serverStore.map { ["--store", $0] } ?? []
         let server = LaunchedServer(
             binary: binary, host: address.host, port: address.port, folder: folder, removeFolder: temporary,
-            inMemory: inMemory, extraArguments: serverArguments)
+            inMemory: inMemory, extraArguments: store + serverArguments)
         if await ChildProcess.accepts(host: address.host, port: address.port) {
             throw LoadError.addressInUse("\(address.host):\(address.port)")
         }

@@ -32,7 +32,7 @@ struct CanopyLoadTests {
     }
 
     @Test func aStormRestartOfALaunchedServerBringsEveryClientBack() async throws {
-        let port = try await CanopyLoad.freePort()
+        let port = try TestServer.reservePort()
         let (status, report, log) = try await CanopyLoad.run([
             "storm", "--launch", "--server", "127.0.0.1:\(port)", "--clients", "20", "--restart", "kill",
             "--timeout", "30", "--json",
@@ -47,7 +47,7 @@ struct CanopyLoadTests {
     }
 
     @Test func aStormRestartBringsEverySDKInstanceBack() async throws {
-        let port = try await CanopyLoad.freePort()
+        let port = try TestServer.reservePort()
         let (status, report, log) = try await CanopyLoad.run([
             "storm", "--sdk", "--launch", "--server", "127.0.0.1:\(port)", "--clients", "10", "--restart", "term",
             "--timeout", "30", "--json",
@@ -182,11 +182,29 @@ private enum CanopyLoad {
         return (process.terminationStatus, output, log)
     }
 
-    /// A TCP port of 127.0.0.1 that nothing listens on now.
-    static func freePort() async throws -> Int {
-        try await withTestServer { server in server.port }
-    }
-
     /// The `canopy-load` binary built with the tests.
     static let executable = BuiltExecutable.locate("canopy-load")
+}
+
+/// `canopy-load takeover` at a tiny size: it kills the owner, measures, and checks every write.
+@Suite(
+    .serialized,
+    .enabled(
+        if: PostgresTestCluster.isEnabled && serverExecutable != nil && CanopyLoad.executable != nil,
+        "needs CANOPY_TEST_POSTGRES=1 and the binaries"))
+struct TakeoverScenarioTests {
+    @Test(.timeLimit(.minutes(3)))
+    func takeoverKillsTheOwnerAndFindsEveryAcknowledgedWrite() async throws {
+        try await withPostgresCluster { cluster in
+            let port = try TestServer.reservePort()
+            let (status, report, log) = try await CanopyLoad.run([
+                "takeover", "--store", cluster.url, "--server-binary", try #require(serverExecutable), "--nodes", "2",
+                "--kills", "2", "--port", "\(port)", "--json",
+            ])
+            #expect(status == 0, "\(log)")
+            #expect((report["takeoverMilliseconds"] as? [Double])?.count == 2, "\(log)")
+            #expect(report["lostAcknowledgedWrites"] as? Int == 0, "\(log)")
+            #expect((report["acknowledgedWrites"] as? Int ?? 0) >= 40, "\(log)")
+        }
+    }
 }
