@@ -79,21 +79,36 @@ enum PostgresSchema {
                 """,
                 """
                 CREATE FUNCTION canopy_commit(p_ns text, p_epoch bigint, p_lease_ms bigint, p_ops text[], p_a text[],
-                    p_b text[]) RETURNS void LANGUAGE plpgsql AS $$
+                    p_b text[]) RETURNS void LANGUAGE plpgsql
+                -- Plans for the actual arrays and table size: a plan cached while the table was empty
+                -- would scan it whole once it is not.
+                SET plan_cache_mode = force_custom_plan AS $$
                 DECLARE
-                    i integer;
+                    i integer := 1;
+                    j integer;
+                    n integer := coalesce(array_length(p_ops, 1), 0);
                     ancestor text;
                 BEGIN
                     PERFORM canopy_fence(p_ns, p_epoch, p_lease_ms);
-                    FOR i IN 1 .. coalesce(array_length(p_ops, 1), 0) LOOP
+                    WHILE i <= n LOOP
+                        -- A run of deletes of rows, deletes below paths, or upserts is one statement.
+                        j := i;
+                        IF p_ops[i] IN ('delete_row', 'delete_below', 'upsert') THEN
+                            WHILE j < n AND p_ops[j + 1] = p_ops[i] LOOP
+                                j := j + 1;
+                            END LOOP;
+                        END IF;
                         CASE p_ops[i]
                         WHEN 'delete_all' THEN
                             DELETE FROM canopy_nodes WHERE ns = p_ns;
                         WHEN 'delete_row' THEN
-                            DELETE FROM canopy_nodes WHERE ns = p_ns AND path = p_a[i];
+                            DELETE FROM canopy_nodes WHERE ns = p_ns AND path = ANY (p_a[i:j]);
                         WHEN 'delete_below' THEN
-                            DELETE FROM canopy_nodes WHERE ns = p_ns AND path >= p_a[i] || '/' COLLATE "C"
-                                AND path < p_a[i] || '0' COLLATE "C";
+                            -- One range of the primary key each (a join over them was planned as a scan).
+                            FOREACH ancestor IN ARRAY p_a[i:j] LOOP
+                                DELETE FROM canopy_nodes WHERE ns = p_ns AND path >= ancestor || '/' COLLATE "C"
+                                    AND path < ancestor || '0' COLLATE "C";
+                            END LOOP;
                         WHEN 'prune' THEN
                             ancestor := canopy_parent(p_a[i]);
                             WHILE ancestor IS NOT NULL LOOP
@@ -108,9 +123,14 @@ enum PostgresSchema {
                                     VALUES (p_ns, canopy_priority_row(p_a[i]), p_b[i]);
                             END IF;
                         WHEN 'upsert' THEN
-                            INSERT INTO canopy_nodes (ns, path, value) VALUES (p_ns, p_a[i], p_b[i])
+                            -- The same path twice in a run: the later value wins.
+                            INSERT INTO canopy_nodes (ns, path, value)
+                                SELECT DISTINCT ON (u.path) p_ns, u.path, u.value
+                                FROM unnest(p_a[i:j], p_b[i:j]) WITH ORDINALITY AS u(path, value, position)
+                                ORDER BY u.path, u.position DESC
                                 ON CONFLICT (ns, path) DO UPDATE SET value = EXCLUDED.value;
                         END CASE;
+                        i := j + 1;
                     END LOOP;
                 END
                 $$
