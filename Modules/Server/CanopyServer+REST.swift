@@ -312,14 +312,14 @@ extension CanopyServer {
     static func redirect(_ request: Request, to host: String, namespace: String) -> Response {
         let forwarded = HTTPField.Name("X-Forwarded-Proto").flatMap { request.headers[$0] }
         let scheme = forwarded == "https" ? "https" : "http"
-        var items = URLComponents(string: "http://x/?" + (request.uri.query ?? ""))?.queryItems ?? []
-        items.removeAll { $0.name == "ns" }
-        items.append(URLQueryItem(name: "ns", value: namespace))
-        var location = URLComponents()
-        location.percentEncodedPath = request.uri.path
-        location.queryItems = items
+        // The path and query as received, byte for byte (URLComponents' setters end the process on
+        // characters they do not expect, which a client chooses); a namespace name needs no escaping.
+        var parameters = (request.uri.query ?? "").split(separator: "&").filter {
+            $0.prefix { $0 != "=" } != "ns"
+        }
+        parameters.append("ns=\(namespace)")
         var headers = HTTPFields()
-        headers[.location] = "\(scheme)://\(host)" + (location.string ?? request.uri.path)
+        headers[.location] = "\(scheme)://\(host)\(request.uri.path)?" + parameters.joined(separator: "&")
         headers[.contentType] = "application/json; charset=utf-8"
         let text = JSONValue.object(["error": .string("Namespace \"\(namespace)\" is served at \(host)")]).serialized()
         return Response(

@@ -47,6 +47,14 @@ import Tree
                         #expect(location.hasPrefix("http://127.0.0.1:\(portA)/v.json?"), "\(location)")
                         #expect(location.contains("ns=shared"), "\(location)")
                     }
+                    // A path and query kept as sent, byte for byte, even what a URL parser refuses.
+                    let odd = try await second.exchangeRaw(
+                        "GET /a%22b%zz|{}.json?ns=shared&orderBy=%22$key%22&ns=shared HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                            + "Connection: close\r\n\r\n")
+                    #expect(
+                        odd.text.contains(
+                            "\r\nLocation: http://127.0.0.1:\(portA)/a%22b%zz|{}.json?orderBy=%22$key%22&ns=shared\r\n"),
+                        "\(odd.text)")
                     let byHost = try await second.http(.GET, "/v.json", headers: [("Host", "shared.canopy.local")])
                     #expect(byHost.header("Location") == "http://127.0.0.1:\(portA)/v.json?ns=shared")
 
