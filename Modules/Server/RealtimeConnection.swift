@@ -124,26 +124,36 @@ final class RealtimeConnection: Subscriber, FlushTarget {
                     send(.error(Self.refusal(of: namespace, error)))
                 }
                 closeAfterPendingMessages()
-                // Requests go unanswered; a close that already arrived must still be handled.
-                inbox.withLock { inbox in
-                    inbox.queue.removeAll {
-                        if case .message = $0 { return true }
-                        return false
-                    }
-                }
-                await drain(database: nil)
+                await dropRequestsAndDrain()
                 return
             }
             if redirects { sendHello(host: helloHost) }
             if let last = parameters["ls"], !last.isEmpty { await server.sessions.end(last) }
             let database = lease.database
-            server.sessions.add(self, database: database)
+            guard server.sessions.add(self, database: database) else {
+                lease.release()
+                closeAfterPendingMessages(code: .goingAway)
+                await dropRequestsAndDrain()
+                return
+            }
             inbox.withLock { inbox in
                 inbox.database = database
                 inbox.lease = lease
             }
             await drain(database: database)
         }
+    }
+
+    /// Leaves the requests that arrived unanswered and handles what else came (a close that
+    /// already arrived must still be handled), for a connection that serves no namespace.
+    private func dropRequestsAndDrain() async {
+        inbox.withLock { inbox in
+            inbox.queue.removeAll {
+                if case .message = $0 { return true }
+                return false
+            }
+        }
+        await drain(database: nil)
     }
 
     private func sendHello(host: String) {
@@ -416,28 +426,42 @@ final class RealtimeConnection: Subscriber, FlushTarget {
 /// Live connections by session id, so that a reconnect naming its last session (`ls=`) can end
 /// the old connection first.
 final class SessionRegistry: Sendable {
-    private let sessions = Mutex<[String: (connection: RealtimeConnection, database: Database)]>([:])
+    private struct State {
+        var sessions: [String: (connection: RealtimeConnection, database: Database)] = [:]
+        var isClosed = false
+    }
 
-    func add(_ connection: RealtimeConnection, database: Database) {
-        sessions.withLock { $0[connection.sessionID] = (connection, database) }
+    private let state = Mutex(State())
+
+    /// Adds a connection whose namespace just opened; returns `false`, adding nothing, once
+    /// ``closeAll()`` ran: a connection greeted before shutdown whose namespace opened after it
+    /// would otherwise stay open on a stopped server.
+    func add(_ connection: RealtimeConnection, database: Database) -> Bool {
+        state.withLock { state in
+            guard !state.isClosed else { return false }
+            state.sessions[connection.sessionID] = (connection, database)
+            return true
+        }
     }
 
     func remove(_ connection: RealtimeConnection) {
-        _ = sessions.withLock { $0.removeValue(forKey: connection.sessionID) }
+        _ = state.withLock { $0.sessions.removeValue(forKey: connection.sessionID) }
     }
 
-    /// Closes every live connection (`going away`), as shutdown does; each runs its onDisconnect
-    /// writes as it closes.
+    /// Closes every live connection (`going away`), as shutdown does, and every one added later;
+    /// each runs its onDisconnect writes as it closes.
     func closeAll() {
-        for (connection, _) in sessions.withLock({ Array($0.values) }) {
-            connection.closeAfterPendingMessages(code: .goingAway)
+        let open = state.withLock { state in
+            state.isClosed = true
+            return Array(state.sessions.values)
         }
+        for (connection, _) in open { connection.closeAfterPendingMessages(code: .goingAway) }
     }
 
     /// Closes every live connection to `database` (`going away`): its namespace moved to another
     /// server, where the clients reconnect.
     func closeAll(using database: Database) {
-        let using = sessions.withLock { sessions in sessions.values.filter { $0.database === database } }
+        let using = state.withLock { state in state.sessions.values.filter { $0.database === database } }
         for (connection, _) in using { connection.closeAfterPendingMessages(code: .goingAway) }
     }
 
@@ -446,7 +470,7 @@ final class SessionRegistry: Sendable {
     /// It is closed with a plain close frame, not control `s`: the official clients take `s` as
     /// "shut down for good" and stop reconnecting, which would stop the newer connection too.
     func end(_ id: String) async {
-        guard let (connection, database) = sessions.withLock({ $0.removeValue(forKey: id) }) else { return }
+        guard let (connection, database) = state.withLock({ $0.sessions.removeValue(forKey: id) }) else { return }
         await CanopyServer.disconnect(connection, from: database)
         connection.closeAfterPendingMessages(code: .goingAway)
     }

@@ -1,0 +1,52 @@
+import CanopyTesting
+import Foundation
+import Testing
+import Tree
+
+@testable import CanopyServer
+
+/// A server stopped (cancelled, as an embedding app or a test stops it) leaves no realtime
+/// connection open behind it, whatever the connection was doing.
+@Suite struct StoppingServerTests {
+    /// Shutdown closes the live sessions, then commits and closes the namespaces. A client that
+    /// got in between (greeted, its namespace still open) was added to the sessions after they
+    /// were closed and stayed connected to a stopped server for good: an SDK client that
+    /// reconnected at that moment never came back to a live one.
+    @Test func aConnectionThatArrivesAfterTheSessionsClosedIsClosedToo() async throws {
+        try await withTestServer { server in
+            let early = try await RealtimeTestClient.connect(to: server, namespace: "late")
+            try await early.put("a", 1)
+            server.server.sessions.closeAll()
+            #expect(await early.waitUntilClosed())
+
+            let late = try await RealtimeTestClient.connect(to: server, namespace: "late")
+            #expect(await late.waitUntilClosed(), "a connection added after shutdown closed the sessions stayed open")
+            #expect(late.pendingMessages.allSatisfy { !$0.isDataPush }, "\(late.pendingMessages)")
+            await late.close()
+            await early.close()
+        }
+    }
+
+    /// A realtime client is greeted before its namespace is open. When the server stops while the
+    /// namespace loads, the connection still ends, and the namespace that finished opening during
+    /// the shutdown is closed with the others.
+    @Test func aConnectionWhoseNamespaceIsStillOpeningEndsWhenTheServerStops() async throws {
+        let folder = try TestServer.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let configuration = TestServer.defaultConfiguration(dataDirectory: folder)
+        let writer = try await TestServer.start(configuration: configuration)
+        for part in 0..<10 {
+            let leaves = (0..<20_000).map { "\"k\($0)\":\($0)" }.joined(separator: ",")
+            let put = try await writer.http(.PUT, "/big/p\(part).json?ns=big", body: "{\(leaves)}")
+            #expect(put.status == 200, "\(put.body)")
+        }
+        await writer.stop()
+
+        let server = try await TestServer.start(configuration: configuration)
+        let client = try await RealtimeTestClient.connect(to: server, namespace: "big")
+        await server.stop()
+        #expect(await client.waitUntilClosed(timeout: .seconds(30)), "the connection outlived the server")
+        await client.close()
+        #expect(ProcessResources.openFiles(under: folder) == [], "a namespace was left open")
+    }
+}
