@@ -116,9 +116,7 @@ public struct CanopyServer: Sendable {
             gracefulShutdownSignals: handleSignals ? [.sigterm, .sigint] : [],
             logger: logger)
         group.maximumGracefulShutdownDuration = configuration.shutdownTimeout
-        // Past this a cancelled service group ends the process; closing stores behind a machine
-        // busy with other work took more than the 5 s once allowed here.
-        group.maximumCancellationDuration = .seconds(30)
+        group.maximumCancellationDuration = configuration.cancellationTimeout
         // The pool outlives the services: the last commits run as the database service stops.
         defer { postgres?.pool.cancel() }
         do {

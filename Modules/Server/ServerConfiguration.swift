@@ -77,6 +77,11 @@ public struct ServerConfiguration: Sendable {
     /// Longest a graceful shutdown waits for connections to close and hand over their onDisconnect
     /// writes before it cancels what is left (queued commits are still written).
     public var shutdownTimeout: Duration = .seconds(10)
+    /// Longest what is left may take to stop once the server is cancelled (or a graceful shutdown
+    /// ran out of time): committing what is queued and closing the stores. Past it the process ends
+    /// with a fatal error (ServiceGroup's `maximumCancellationDuration`); `nil` waits as long as it
+    /// takes.
+    public var cancellationTimeout: Duration? = .seconds(30)
     /// How clients prove who they are: the keys of ID tokens, their issuer and audience, the admin
     /// secret, emulator mode. By default no token is accepted and every client is unauthenticated.
     public var authentication = TokenVerifierConfiguration()

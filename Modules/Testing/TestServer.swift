@@ -44,8 +44,11 @@ public struct TestServer: Sendable {
     /// machine starting every suite at once once kept clients from answering a 5 s one's pings for
     /// almost 9 s, and their connections were dropped; heartbeat tests set their own), a 1 s
     /// event-stream keep-alive,
-    /// no fsync (commits still survive the process ending, which is what tests need), and emulator
-    /// mode (`owner` is the admin, as in the Firebase emulator that client tests run against).
+    /// no fsync (commits still survive the process ending, which is what tests need), emulator
+    /// mode (`owner` is the admin, as in the Firebase emulator that client tests run against), and
+    /// 3 minutes for a stop (``stop()`` cancels the server): past that limit the whole test
+    /// process ends, and the 30 s a production server allows ran out once on a 2-core CI machine
+    /// running every suite.
     public static func defaultConfiguration(dataDirectory: String?) -> ServerConfiguration {
         var configuration = ServerConfiguration()
         configuration.host = "127.0.0.1"
@@ -55,6 +58,7 @@ public struct TestServer: Sendable {
         configuration.sseKeepaliveInterval = .seconds(1)
         configuration.fsync = false
         configuration.authentication.isEmulator = true
+        configuration.cancellationTimeout = .seconds(180)
         return configuration
     }
 
@@ -128,10 +132,19 @@ public struct TestServer: Sendable {
         return metric(name) == value
     }
 
-    /// Stops the server: cancels it and waits until it has flushed its commits and ended.
+    /// Stops the server: cancels it and waits until it has flushed its commits and ended. A stop
+    /// that takes more than a minute says so on standard error, naming the port, so that a run
+    /// that ends at ``ServerConfiguration/cancellationTimeout`` shows which server held it.
     public func stop() async {
+        let port = port
+        let notice = Task {
+            try await Task.sleep(for: .seconds(60))
+            FileHandle.standardError.write(
+                Data("canopy-test: the server on port \(port) has taken more than 60 s to stop\n".utf8))
+        }
         task.cancel()
         _ = await task.result
+        notice.cancel()
     }
 
     /// A new, empty folder under the temporary directory.
