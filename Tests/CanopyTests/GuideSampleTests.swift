@@ -71,7 +71,10 @@ struct GuideSampleTests {
             watcher.reference(withPath: "users/morgan/connections").observe(.value) {
                 connections.record(Int($0.childrenCount))
             }
-            #expect(await connections.wait { $0.last == 2 }, "both devices are connected: \(connections.all)")
+            // Three clients connect first: on a busy machine that took more than the default 15 s.
+            #expect(
+                await connections.wait(timeout: .seconds(60)) { $0.last == 2 },
+                "both devices are connected: \(connections.all)")
 
             device.goOffline()
             #expect(await connections.wait { $0.last == 1 }, "only the live device remains: \(connections.all)")

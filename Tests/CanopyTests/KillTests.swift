@@ -160,8 +160,10 @@ struct KillTests {
 
             let restarted = try Probe(url: url, folder: folder, first: 300, count: 0, options: ["--transactions"])
             defer { restarted.kill() }
+            // The restarted probe starts, connects and runs up to 300 restored transactions: on a busy
+            // machine that took more than the default 15 s.
             #expect(
-                await ServerProbe.wait(server, ["tx/counter"]) { values in
+                await ServerProbe.wait(server, ["tx/counter"], timeout: .seconds(60)) { values in
                     guard case .number(let counter)? = values.first ?? nil else { return false }
                     return Int(counter) >= saved.count
                 })

@@ -208,3 +208,45 @@ struct TakeoverScenarioTests {
         }
     }
 }
+
+/// `canopy-load tree-load` at a tiny size, on the embedded store: it fills a namespace, restarts
+/// the server and reads the first leaf back after each restart.
+@Suite(.enabled(if: serverExecutable != nil && CanopyLoad.executable != nil, "needs the binaries"))
+struct TreeLoadScenarioTests {
+    @Test(.timeLimit(.minutes(2)))
+    func treeLoadFillsANamespaceAndTimesEachReloadOnSQLite() async throws {
+        let port = try TestServer.reservePort()
+        let (status, report, log) = try await CanopyLoad.run([
+            "tree-load", "--server-binary", try #require(serverExecutable), "--leaves", "12000", "--rounds", "2",
+            "--port", "\(port)", "--json",
+        ])
+        #expect(status == 0, "\(log)")
+        let stores = try #require(report["stores"] as? [[String: Any]], "\(log)")
+        #expect(stores.map { $0["store"] as? String } == ["SQLite"], "\(log)")
+        #expect((stores.first?["loadMilliseconds"] as? [Double])?.count == 2, "\(log)")
+        #expect(report["leaves"] as? Int == 12000, "\(log)")
+    }
+
+    /// With --postgres the same runs on PostgreSQL too, and the namespace it made is deleted.
+    @Test(
+        .timeLimit(.minutes(3)),
+        .enabled(if: PostgresTestCluster.isEnabled, "needs CANOPY_TEST_POSTGRES=1"))
+    func treeLoadComparesPostgreSQLWithSQLite() async throws {
+        try await withPostgresCluster { cluster in
+            let port = try TestServer.reservePort()
+            let (status, report, log) = try await CanopyLoad.run([
+                "tree-load", "--server-binary", try #require(serverExecutable), "--leaves", "12000", "--rounds", "2",
+                "--port", "\(port)", "--postgres", cluster.url, "--json",
+            ])
+            #expect(status == 0, "\(log)")
+            let stores = try #require(report["stores"] as? [[String: Any]], "\(log)")
+            #expect(stores.map { $0["store"] as? String } == ["SQLite", "PostgreSQL"], "\(log)")
+            for store in stores {
+                #expect((store["loadMilliseconds"] as? [Double])?.count == 2, "\(store)")
+            }
+            #expect(log.contains("PostgreSQL / SQLite (median load time)"), "\(log)")
+            let left = try await cluster.psql("SELECT count(*) FROM canopy_nodes WHERE ns LIKE 'treeload%'")
+            #expect(left == "0", "the namespace the run made was left in PostgreSQL")
+        }
+    }
+}
