@@ -117,7 +117,9 @@ public final class PostgresServerStore: ServerStore {
         let (client, logger, namespace) = (storage.client, storage.logger, namespace)
         let rows: [(String, String)]
         do {
-            rows = try Blocking.run {
+            // Rows stream in at about half a million a second: the default 15 s would refuse a
+            // namespace of a few million leaves.
+            rows = try Blocking.run(operation: "loading namespace \"\(namespace)\"", timeout: .seconds(600)) {
                 var rows: [(String, String)] = []
                 for try await row in try await client.query(
                     "SELECT path, value FROM canopy_nodes WHERE ns = \(namespace) ORDER BY path", logger: logger

@@ -43,7 +43,15 @@ public final class PostgresTestCluster: Sendable {
     private var socketDirectory: String { folder + "/socket" }
 
     /// The `--store` URL of the cluster's `postgres` database.
-    public var url: String { "postgres://postgres@localhost:\(port)/postgres?host=\(socketDirectory)" }
+    public var url: String { url(database: "postgres") }
+
+    /// The `--store` URL of `database` on the cluster.
+    public func url(database: String) -> String {
+        "postgres://postgres@localhost:\(port)/\(database)?host=\(socketDirectory)"
+    }
+
+    /// The server's process, while it runs.
+    var serverProcessIdentifier: Int32? { server.withLock { $0?.processIdentifier } }
 
     private init(folder: String, port: Int, binaries: String) {
         self.folder = folder
@@ -69,7 +77,7 @@ public final class PostgresTestCluster: Sendable {
                 port = \(cluster.port)
                 unix_socket_directories = '\(cluster.socketDirectory)'
                 fsync = off
-                max_connections = 200
+                max_connections = 500
                 """
             let configuration = cluster.data + "/postgresql.conf"
             let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: configuration))

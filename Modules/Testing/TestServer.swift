@@ -82,7 +82,11 @@ public struct TestServer: Sendable {
 
     /// Starts a server with `configuration` and returns once it listens (on a free port when the
     /// configuration's is 0, as ``defaultConfiguration(dataDirectory:)``'s is).
+    ///
+    /// With `CANOPY_TEST_STORE=postgres` a server with a data folder keeps its namespaces in
+    /// PostgreSQL instead (see ``TestStore``).
     public static func start(configuration: ServerConfiguration, logger: Logger? = nil) async throws -> TestServer {
+        let configuration = try await TestStore.apply(to: configuration)
         let server = CanopyServer(configuration: configuration, logger: logger ?? makeLogger())
         let started = StartSignal()
         let task = Task {
