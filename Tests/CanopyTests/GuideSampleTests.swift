@@ -32,9 +32,16 @@ struct GuideSampleTests {
             sample2KeepSynced()
             sample3OfflineQueries()
             #expect(Database.database().isPersistenceEnabled)
-            let kept = await Recorder<Void>().wait { _ in (Database.database().persistenceSize?.cachedBytes ?? 0) > 0 }
-            #expect(kept, "the queries' data is on the device")
-            try await Task.sleep(for: .milliseconds(300))
+            // The top scores reached this client; reading the size then waits for what was queued
+            // for the device before it (a fixed 300 ms wait once fell short on a busy machine).
+            let synced = Recorder<String>()
+            Database.database().reference(withPath: "scores").queryOrderedByValue().queryLimited(toLast: 4)
+                .observe(.childAdded) { synced.record($0.key) }
+            #expect(
+                await synced.wait(timeout: .seconds(60)) {
+                    Set($0) == ["bruhathkayosaurus", "linhenykus", "pterodactyl", "triceratops"]
+                })
+            #expect((Database.database().persistenceSize?.cachedBytes ?? 0) > 0, "the queries' data is on the device")
             Database.database().shutDown()
 
             let restarted = Database(url: url, connector: NetworkSwitch(on: false).connector)
