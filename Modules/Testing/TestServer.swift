@@ -86,6 +86,7 @@ public struct TestServer: Sendable {
     /// With `CANOPY_TEST_STORE=postgres` a server with a data folder keeps its namespaces in
     /// PostgreSQL instead (see ``TestStore``).
     public static func start(configuration: ServerConfiguration, logger: Logger? = nil) async throws -> TestServer {
+        PoolWatchdog.start()
         let configuration = try await TestStore.apply(to: configuration)
         let server = CanopyServer(configuration: configuration, logger: logger ?? makeLogger())
         let started = StartSignal()
