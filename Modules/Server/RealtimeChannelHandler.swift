@@ -91,6 +91,8 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
         heartbeat.heard(at: elapsed)
         switch frame.opcode {
         case .text:
+            // After the server's close frame nothing more is handled; the peer's close ends it.
+            if connection?.hasSentClose == true { return }
             guard let text = frame.unmaskedText else {
                 fail(.invalidUTF8, context: context)
                 return
@@ -100,6 +102,10 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
             let pong = WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)
             context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
         case .connectionClose:
+            if connection?.hasSentClose == true {
+                context.close(promise: nil)
+                return
+            }
             var data = frame.unmaskedData
             let code = data.readWebSocketErrorCode() ?? .normalClosure
             var answer = context.channel.allocator.buffer(capacity: 2)
@@ -180,7 +186,7 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
         guard !failed else { return }
         failed = true
         if let connection {
-            connection.closeAfterPendingMessages(code: code)
+            connection.closeAfterPendingMessages(code: code, awaitingPeer: false)
         } else {
             context.close(promise: nil)
         }

@@ -30,6 +30,12 @@ final class RealtimeConnection: Subscriber, FlushTarget {
     private let state = Mutex(State())
     /// Whether the connection holds enough unread bytes to count in the server's ``OutboundBudget``.
     private let countsInBudget = Atomic(false)
+    /// Set once the close frame was written (read on the event loop by ``RealtimeChannelHandler``).
+    private let closeSent = Atomic(false)
+
+    /// How long the socket stays open after the server's close frame for the peer's answering close
+    /// frame; then it is closed anyway.
+    static let closeHandshakeTimeout = TimeAmount.seconds(5)
 
     private struct Outbox {
         var pending: [OutboundMessage] = []
@@ -38,6 +44,10 @@ final class RealtimeConnection: Subscriber, FlushTarget {
         var flushScheduled = false
         /// Set once the connection should close after what is pending was written.
         var closeCode: WebSocketErrorCode?
+        /// Whether the socket stays open after the close frame until the peer answers it.
+        var awaitsPeerClose = true
+        /// Set once the close frame was written: nothing is written after it.
+        var closeWritten = false
     }
 
     private enum Inbound {
@@ -270,13 +280,26 @@ final class RealtimeConnection: Subscriber, FlushTarget {
     func end() { closeAfterPendingMessages(code: .goingAway) }
 
     /// Closes the WebSocket (with `code`) once everything queued so far was written.
-    func closeAfterPendingMessages(code: WebSocketErrorCode = .normalClosure) {
+    ///
+    /// The socket stays open after the close frame until the peer answers with its own (at most
+    /// ``closeHandshakeTimeout``), as RFC 6455's closing handshake has it, so the peer reads what
+    /// came before the close. A client whose connection was closed by the server the moment it was
+    /// upgraded lost the hello and the close with it (HummingbirdWSClient: it then waited for its
+    /// hello timeout). `awaitingPeer: false` closes the socket at once, for a peer that broke the
+    /// protocol.
+    func closeAfterPendingMessages(code: WebSocketErrorCode = .normalClosure, awaitingPeer: Bool = true) {
         let schedule = outbox.withLock { outbox -> Bool in
-            if outbox.closeCode == nil { outbox.closeCode = code }
+            if outbox.closeCode == nil {
+                outbox.closeCode = code
+                outbox.awaitsPeerClose = awaitingPeer
+            }
             return scheduleFlush(&outbox)
         }
         if schedule { flushBatch.schedule(self) }
     }
+
+    /// Whether the server's close frame was written; the peer's close frame then ends the socket.
+    var hasSentClose: Bool { closeSent.load(ordering: .relaxed) }
 
     private func enqueue(_ message: OutboundMessage) {
         let schedule = outbox.withLock { outbox -> Bool in
@@ -295,12 +318,15 @@ final class RealtimeConnection: Subscriber, FlushTarget {
 
     /// Writes every queued message and flushes once (on the event loop).
     func flush() {
-        let (batch, closeCode) = outbox.withLock { outbox -> ([OutboundMessage], WebSocketErrorCode?) in
+        let (batch, closeCode, awaitsPeer) = outbox.withLock {
+            outbox -> ([OutboundMessage], WebSocketErrorCode?, Bool) in
+            outbox.flushScheduled = false
+            if outbox.closeWritten { return ([], nil, false) }
             var batch: [OutboundMessage] = []
             swap(&batch, &outbox.spare)
             swap(&batch, &outbox.pending)
-            outbox.flushScheduled = false
-            return (batch, outbox.closeCode)
+            if outbox.closeCode != nil { outbox.closeWritten = true }
+            return (batch, outbox.closeCode, outbox.awaitsPeerClose)
         }
         if !batch.isEmpty {
             for buffer in OutboundFrames.encode(batch, allocator: channel.allocator) {
@@ -317,7 +343,13 @@ final class RealtimeConnection: Subscriber, FlushTarget {
             data.write(webSocketErrorCode: closeCode)
             channel.write(WebSocketFrame(fin: true, opcode: .connectionClose, data: data), promise: nil)
             channel.flush()
-            channel.close(promise: nil)
+            closeSent.store(true, ordering: .relaxed)
+            if awaitsPeer {
+                let channel = channel
+                channel.eventLoop.scheduleTask(in: Self.closeHandshakeTimeout) { channel.close(promise: nil) }
+            } else {
+                channel.close(promise: nil)
+            }
             return
         }
         channel.flush()

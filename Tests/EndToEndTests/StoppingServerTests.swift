@@ -30,6 +30,33 @@ import Tree
         }
     }
 
+    /// The server's close frame is followed by the end of the socket only once the peer answered
+    /// it. A server that closed the socket at once, as a client was being refused right after its
+    /// upgrade, lost that client its hello and the close with it (a third of such connections
+    /// under load with HummingbirdWSClient, which then waited for its hello timeout).
+    @Test func clientsRefusedAsTheyConnectReadTheHelloAndTheClose() async throws {
+        try await withTestServer { server in
+            #expect(try await server.http(.PUT, "/a.json?ns=late", body: "1").status == 200)
+            server.server.sessions.closeAll()
+            for attempt in 0..<100 {
+                let client = try await RealtimeTestClient.connect(to: server, namespace: "late")
+                #expect(await client.waitUntilClosed(), "connection \(attempt) stayed open")
+                await client.close()
+            }
+        }
+    }
+
+    /// A peer that never answers the server's close frame has its socket closed all the same.
+    @Test func aPeerThatDoesNotAnswerTheCloseIsClosedAfterTheHandshakeTimeout() async throws {
+        try await withTestServer { server in
+            #expect(try await server.http(.PUT, "/a.json?ns=late", body: "1").status == 200)
+            server.server.sessions.closeAll()
+            let socket = try await RawWebSocket.connect(to: server, namespace: "late")
+            #expect(try await socket.closeCode() == 1001)
+            #expect(try await socket.waitForEnd(timeout: .seconds(30)), "the socket outlived the close handshake")
+        }
+    }
+
     /// A realtime client is greeted before its namespace is open. When the server stops while the
     /// namespace loads, the connection still ends, and the namespace that finished opening during
     /// the shutdown is closed with the others.
