@@ -117,10 +117,30 @@ public final class ServerProcess: Sendable {
         await waitForExit()
     }
 
-    /// Stops the process with SIGSTOP, as a long pause would (its sockets stay open); ``resume()``
-    /// lets it go on.
-    public func pause() {
+    /// Stops the process with SIGSTOP, as a long pause would (its sockets stay open), and returns
+    /// once every one of its threads has stopped (on Linux, where `/proc` tells); ``resume()`` lets
+    /// it go on.
+    ///
+    /// The signal is delivered asynchronously: a thread busy when it was sent can still run a
+    /// moment, long enough to answer a request sent right after.
+    public func pause() async {
         send(SIGSTOP, to: process)
+        let tasks = "/proc/\(process.processIdentifier)/task"
+        guard FileManager.default.fileExists(atPath: tasks) else { return }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            let threads = (try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? []
+            let stopped = threads.allSatisfy { thread in
+                guard let stat = try? String(contentsOfFile: "\(tasks)/\(thread)/stat", encoding: .utf8),
+                    let close = stat.lastIndex(of: ")")
+                else { return false }
+                // The state follows the parenthesised command name: `T` stopped, `t` traced.
+                let state = stat[stat.index(after: close)...].drop { $0 == " " }.first
+                return state == "T" || state == "t"
+            }
+            if stopped && !threads.isEmpty { return }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
     }
 
     /// Lets a process ``pause()`` stopped go on (SIGCONT).
