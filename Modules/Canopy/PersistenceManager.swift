@@ -103,7 +103,15 @@ final class PersistenceManager: Sendable {
 
     /// Drops the store (and its file lock) once everything queued was written.
     func close() {
-        queue.sync { state.withLock { $0.store = nil } }
+        queue.sync {
+            let store = state.withLock { state in
+                defer { state.store = nil }
+                return state.store
+            }
+            // A read beside the queue may still hold the store: close it now all the same, so that
+            // the next `Database` (an app's next run) finds the file free.
+            store?.close()
+        }
     }
 
     /// What the store holds, once everything queued so far is stored; `nil` without a store.

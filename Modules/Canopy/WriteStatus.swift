@@ -17,7 +17,8 @@ public final class WriteStatus: Sendable {
         var durable: Bool?
         var outcome: Result<Void, DatabaseError>?
         var durableWaiters: [CheckedContinuation<Bool, Never>] = []
-        var acknowledgedWaiters: [CheckedContinuation<Void, any Error>] = []
+        var acknowledgedWaiters: [Int: CheckedContinuation<Void, any Error>] = [:]
+        var nextWaiter = 0
     }
 
     private let state = Mutex(State())
@@ -39,15 +40,27 @@ public final class WriteStatus: Sendable {
     }
 
     /// Returns once the server acknowledged the write; throws the server's refusal, the app's
-    /// mistake (an invalid value) or ``DatabaseError/writeCanceled``.
+    /// mistake (an invalid value) or ``DatabaseError/writeCanceled``. Cancelling the waiting task
+    /// ends the wait with `CancellationError`; the write itself goes on.
     public var acknowledged: Void {
         get async throws {
-            try await withCheckedThrowingContinuation { continuation in
-                let known = state.withLock { state -> Result<Void, DatabaseError>? in
-                    if state.outcome == nil { state.acknowledgedWaiters.append(continuation) }
-                    return state.outcome
+            let waiter = state.withLock { state in
+                defer { state.nextWaiter += 1 }
+                return state.nextWaiter
+            }
+            try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { continuation in
+                    let known = state.withLock { state -> Result<Void, any Error>? in
+                        if let outcome = state.outcome { return outcome.mapError { $0 as any Error } }
+                        if Task.isCancelled { return .failure(CancellationError()) }
+                        state.acknowledgedWaiters[waiter] = continuation
+                        return nil
+                    }
+                    if let known { continuation.resume(with: known) }
                 }
-                if let known { continuation.resume(with: known.mapError { $0 as any Error }) }
+            } onCancel: {
+                let continuation = state.withLock { $0.acknowledgedWaiters.removeValue(forKey: waiter) }
+                continuation?.resume(throwing: CancellationError())
             }
         }
     }
@@ -70,8 +83,8 @@ public final class WriteStatus: Sendable {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
             guard state.outcome == nil else { return [] }
             state.outcome = outcome
-            defer { state.acknowledgedWaiters = [] }
-            return state.acknowledgedWaiters
+            defer { state.acknowledgedWaiters = [:] }
+            return Array(state.acknowledgedWaiters.values)
         }
         if error != nil { markDurable(false) }
         for waiter in waiters { waiter.resume(with: outcome.mapError { $0 as any Error }) }

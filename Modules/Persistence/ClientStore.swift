@@ -99,6 +99,14 @@ public protocol ClientStore: Sendable {
     /// The bytes the cached server data and the pending writes take, kept up to date as they
     /// change (no scan).
     var size: ClientStoreSize { get }
+
+    /// Closes the store now, even while a call on another thread still holds it (that call and
+    /// later ones fail): another store may open the same file as soon as this returns.
+    func close()
+}
+
+extension ClientStore {
+    public func close() {}
 }
 
 /// How much a ``ClientStore`` holds, in bytes of stored paths and JSON.

@@ -1,3 +1,5 @@
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -9,7 +11,8 @@ import Darwin
 /// An exclusive advisory lock (`flock`) on a file, held until the lock is released: a second
 /// holder, in this process or another, is refused at once rather than made to wait.
 final class FileLock: Sendable {
-    private let descriptor: Int32
+    /// The locked file's descriptor, `nil` once released.
+    private let descriptor: Mutex<Int32?>
 
     /// Locks `path`, creating the file if missing; `nil` when someone else holds the lock.
     /// Throws the `errno` description when the file cannot be opened.
@@ -20,10 +23,18 @@ final class FileLock: Sendable {
             close(descriptor)
             return nil
         }
-        self.descriptor = descriptor
+        self.descriptor = Mutex(descriptor)
     }
 
-    deinit { close(descriptor) }
+    /// Releases the lock now rather than when the lock is deallocated; later calls do nothing.
+    func release() {
+        descriptor.withLock { descriptor in
+            if let open = descriptor { close(open) }
+            descriptor = nil
+        }
+    }
+
+    deinit { release() }
 }
 
 /// A lock file that could not be opened.

@@ -39,6 +39,12 @@ public final class SQLiteClientStore: ClientStore {
         try self.init(path: path, splitBytes: 16 * 1024)
     }
 
+    /// Closes the database and releases the file lock, so another store may open the file at once.
+    public func close() {
+        try? database.close()
+        lock.release()
+    }
+
     init(path: String, splitBytes: Int) throws(StoreError) {
         self.path = path
         self.splitBytes = splitBytes

@@ -36,6 +36,22 @@ struct AuthTokenTests {
         link.deliver(.response(number: request.number, status: status, data: data))
     }
 
+    /// A test, or an app, that stops waiting for an acknowledgement is not left hanging: the wait
+    /// ends with `CancellationError` and the write stays pending.
+    @Test func cancellingAWaitForTheAcknowledgementEndsTheWaitButNotTheWrite() async throws {
+        try await Self.withFolder { folder in
+            let database = try Self.database(ScriptedServer(), folder: folder)
+            let write: WriteStatus = database.reference(withPath: "notes/n1").setValue("hello") { _, _ in }
+            let waiting = Task { try await write.acknowledged }
+            try await Task.sleep(for: .milliseconds(50))
+            waiting.cancel()
+            await #expect(throws: CancellationError.self) { try await waiting.value }
+            #expect(!write.isFinished)
+            #expect(database.pendingWrites.count == 1)
+            database.shutDown()
+        }
+    }
+
     @Test func aTokenKeptFromTheLastRunThatExpiredOfflineHoldsWritesUntilANewOneIsAccepted() async throws {
         try await Self.withFolder { folder in
             // First run: the app signs in; the token is kept on the device.

@@ -243,6 +243,20 @@ struct SQLiteClientStoreTests {
         }
     }
 
+    /// `Database.shutDown()` closes its store while a read beside the SDK's queue may still hold
+    /// it; the app's next `Database` must find the file free (it ran in memory only before).
+    @Test func aClosedStoreFreesTheFileWhileSomethingStillHoldsIt() async throws {
+        try await withStoreFile { file in
+            let first = try SQLiteClientStore(path: file)
+            try first.setSetting("auth", "token-1")
+            first.close()
+            let second = try SQLiteClientStore(path: file)
+            #expect(try second.setting("auth") == "token-1")
+            #expect(throws: (any Error).self) { try first.setting("auth") }
+            withExtendedLifetime(first) {}
+        }
+    }
+
     @Test func aFileThatIsNotADatabaseOrAnUnwritableFolderCannotBeOpened() async throws {
         try await withTemporaryFolder { folder in
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
