@@ -51,6 +51,8 @@ public final class CommitQueue: Sendable {
 
     private struct Submission: Sendable {
         var writes: [StoredWrite]
+        /// Changes to stored onDisconnect operations, committed with `writes`.
+        var disconnects: [DisconnectChange] = []
         /// A settings document to store instead of writes (always a batch of its own).
         var setting: (name: String, value: JSONValue?)?
         var onDurable: Completion
@@ -94,10 +96,16 @@ public final class CommitQueue: Sendable {
     /// `onDurable` runs on the queue's answering thread after the batch holding the writes
     /// committed, in submission order, or with the error if it failed. After ``finish()`` it runs at once, on the
     /// caller's thread, with ``StoreError/queueFinished``.
-    public func submit(_ writes: [StoredWrite], onDurable: @escaping Completion) {
+    ///
+    /// `disconnects` commit in the same transaction as `writes` (see
+    /// ``ServerStore/commit(_:disconnects:)``).
+    public func submit(
+        _ writes: [StoredWrite], disconnects: [DisconnectChange] = [], onDurable: @escaping Completion
+    ) {
         let (accepted, waiter) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
             guard !state.finished else { return (false, nil) }
-            state.pending.append(Submission(writes: writes, setting: nil, onDurable: onDurable))
+            state.pending.append(
+                Submission(writes: writes, disconnects: disconnects, setting: nil, onDurable: onDurable))
             state.uncommittedWrites += writes.count
             defer { state.waiter = nil }
             return (true, state.waiter)
@@ -240,9 +248,17 @@ public final class CommitQueue: Sendable {
         }
         var writes: [StoredWrite] = []
         writes.reserveCapacity(batch.reduce(0) { $0 + $1.writes.count })
-        for submission in batch { writes.append(contentsOf: submission.writes) }
+        var disconnects: [DisconnectChange] = []
+        for submission in batch {
+            writes.append(contentsOf: submission.writes)
+            disconnects.append(contentsOf: submission.disconnects)
+        }
         do {
-            try store.commit(writes)
+            if disconnects.isEmpty {
+                try store.commit(writes)
+            } else {
+                try store.commit(writes, disconnects: disconnects)
+            }
         } catch {
             logger.error(
                 "Commit failed",
@@ -269,7 +285,11 @@ public final class CommitQueue: Sendable {
                 continue
             }
             do {
-                try store.commit(submission.writes)
+                if submission.disconnects.isEmpty {
+                    try store.commit(submission.writes)
+                } else {
+                    try store.commit(submission.writes, disconnects: submission.disconnects)
+                }
             } catch {
                 halted = halt(after: error)
                 answers.append(Answer(completion: submission.onDurable, result: .failure(error)))

@@ -21,11 +21,17 @@ public final class DeferredServerStore: ServerStore {
     private let initialSettings: [String: JSONValue]
     private let store = Mutex<(any ServerStore)?>(nil)
 
+    public let keepsDisconnectOperations: Bool
+
     /// A store that calls `create` when first written to, and then stores `initialSettings` in it.
+    /// `keepsDisconnectOperations` tells whether the store `create` makes keeps them (storing
+    /// some creates it too).
     public init(
-        initialSettings: [String: JSONValue] = [:], create: @escaping @Sendable () throws -> any ServerStore
+        initialSettings: [String: JSONValue] = [:], keepsDisconnectOperations: Bool = false,
+        create: @escaping @Sendable () throws -> any ServerStore
     ) {
         self.initialSettings = initialSettings
+        self.keepsDisconnectOperations = keepsDisconnectOperations
         self.create = create
     }
 
@@ -41,6 +47,16 @@ public final class DeferredServerStore: ServerStore {
     public func commit(_ writes: [StoredWrite]) throws {
         if writes.isEmpty, !isCreated { return }
         try created().commit(writes)
+    }
+
+    public func commit(_ writes: [StoredWrite], disconnects: [DisconnectChange]) throws {
+        guard keepsDisconnectOperations, !disconnects.isEmpty else { return try commit(writes) }
+        try created().commit(writes, disconnects: disconnects)
+    }
+
+    /// Nothing before the backing store exists.
+    public func storedDisconnects() throws -> [StoredDisconnect] {
+        try store.withLock { try $0?.storedDisconnects() } ?? []
     }
 
     public func setting(_ name: String) throws -> JSONValue? {

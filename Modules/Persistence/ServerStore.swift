@@ -33,8 +33,30 @@ public protocol ServerStore: Sendable {
     /// Releases what the store holds (files, descriptors); later calls fail. Stores holding nothing
     /// outside memory need not implement it.
     func close() throws
+
+    /// Whether the store keeps connections' onDisconnect operations (``commit(_:disconnects:)``):
+    /// a store shared by several processes does, so that the process taking over a namespace runs
+    /// the operations of the connections a dead one held. A store of one process does not: when
+    /// the process dies its connections' operations die with it, as with one Firebase server.
+    var keepsDisconnectOperations: Bool { get }
+
+    /// Applies `writes` and `disconnects` in one transaction, all or none. Stores that do not
+    /// keep onDisconnect operations ignore `disconnects`.
+    func commit(_ writes: [StoredWrite], disconnects: [DisconnectChange]) throws
+
+    /// The onDisconnect operations stored, oldest session first: at open, those of connections
+    /// that no process serves any more.
+    func storedDisconnects() throws -> [StoredDisconnect]
 }
 
 extension ServerStore {
     public func close() throws {}
+
+    public var keepsDisconnectOperations: Bool { false }
+
+    public func commit(_ writes: [StoredWrite], disconnects: [DisconnectChange]) throws {
+        try commit(writes)
+    }
+
+    public func storedDisconnects() throws -> [StoredDisconnect] { [] }
 }

@@ -143,6 +143,12 @@ public final class PostgresServerStore: ServerStore {
     }
 
     public func commit(_ writes: [StoredWrite]) throws {
+        try commit(writes, disconnects: [])
+    }
+
+    public var keepsDisconnectOperations: Bool { true }
+
+    public func commit(_ writes: [StoredWrite], disconnects: [DisconnectChange]) throws {
         let operations = Self.grouped(try RowPlan.operations(for: writes))
         var kinds: [String] = []
         var first: [String] = []
@@ -164,6 +170,18 @@ public final class PostgresServerStore: ServerStore {
             first.append(a)
             second.append(b)
         }
+        for change in disconnects {
+            switch change {
+            case .store(let stored):
+                kinds.append("disconnect_store")
+                first.append(stored.session)
+                second.append(stored.operations.serialized())
+            case .remove(let session):
+                kinds.append("disconnect_remove")
+                first.append(session)
+                second.append("")
+            }
+        }
         let (client, logger, namespace, epoch) = (storage.client, storage.logger, namespace, epoch)
         let lease = storage.leaseDuration.milliseconds
         let columns = (kinds, first, second)
@@ -176,6 +194,40 @@ public final class PostgresServerStore: ServerStore {
                 logger: logger
             ).consume()
         }
+    }
+
+    public func storedDisconnects() throws(PostgresStoreError) -> [StoredDisconnect] {
+        let (client, logger, namespace) = (storage.client, storage.logger, namespace)
+        let operation = "reading the onDisconnect operations of \"\(namespace)\""
+        let rows: [(String, String)]
+        do {
+            rows = try Blocking.run(operation: operation) {
+                var rows: [(String, String)] = []
+                for try await row in try await client.query(
+                    """
+                    SELECT session, operations FROM canopy_disconnect WHERE ns = \(namespace)
+                    ORDER BY created_at, session
+                    """,
+                    logger: logger
+                ).decode((String, String).self) {
+                    rows.append(row)
+                }
+                return rows
+            }
+        } catch {
+            throw PostgresStorage.failure(operation, error)
+        }
+        var stored: [StoredDisconnect] = []
+        for (session, text) in rows {
+            guard let operations = try? JSONValue(parsing: text) else {
+                storage.logger.error(
+                    "skipped unreadable onDisconnect operations",
+                    metadata: ["namespace": "\(namespace)", "session": "\(session)"])
+                continue
+            }
+            stored.append(StoredDisconnect(session: session, operations: operations))
+        }
+        return stored
     }
 
     /// `operations` reordered so that `canopy_commit` applies them a run at a time: within each

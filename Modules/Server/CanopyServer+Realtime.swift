@@ -161,6 +161,7 @@ extension CanopyServer {
                     return fail(.permissionDenied)
                 }
                 let limit = configuration.maxOnDisconnectBytes
+                let previous = connection.disconnectOperations
                 guard connection.register(operation, limit: limit) else {
                     metrics.tripped(.onDisconnectBytes)
                     return fail(
@@ -169,13 +170,20 @@ extension CanopyServer {
                             message:
                                 "the onDisconnect operations of this connection would hold more than \(limit) bytes"))
                 }
+                guard await storeDisconnectOperations(of: connection, database: database, previous: previous) else {
+                    return fail(Self.disconnectNotStored)
+                }
                 connection.send(.ok(number))
             case .failure(let error)?: fail(error)
             case nil: break
             }
         case .onDisconnectCancel(let text):
             guard let path = path(text) else { return }
+            let previous = connection.disconnectOperations
             connection.cancelDisconnect(below: path)
+            guard await storeDisconnectOperations(of: connection, database: database, previous: previous) else {
+                return fail(Self.disconnectNotStored)
+            }
             connection.send(.ok(number))
         case .get(let text, let query):
             guard let path = path(text) else { return }
@@ -203,6 +211,29 @@ extension CanopyServer {
             connection.send(
                 .response(number: number, status: "unknown_action", data: .string("unknown action \"\(action)\"")))
         }
+    }
+
+    /// What a client is told when its onDisconnect operations could not be stored.
+    static let disconnectNotStored = WriteError(
+        status: "storage_error", message: "the onDisconnect operations could not be stored; try again")
+
+    /// Where the store keeps onDisconnect operations (PostgreSQL), stores `connection`'s current
+    /// ones before the change is acknowledged; if the store refuses, puts back `previous` and
+    /// returns `false`. Elsewhere they live in memory only and this returns `true` at once.
+    private func storeDisconnectOperations(
+        of connection: RealtimeConnection, database: Database, previous: DisconnectOperations
+    ) async -> Bool {
+        guard database.keepsDisconnectOperations else { return true }
+        let current = connection.disconnectOperations
+        if current.operations == previous.operations { return true }
+        let error = await database.storeDisconnectOperations(
+            current.operations, session: connection.sessionID, caller: connection.caller)
+        guard let error else { return true }
+        logger.warning(
+            "could not store onDisconnect operations",
+            metadata: ["session": "\(connection.sessionID)", "error": "\(error)"])
+        connection.restoreDisconnectOperations(previous)
+        return false
     }
 
     /// The onDisconnect operation an `o` or `om` action registers, or why it is refused; `nil` for

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOPosix
 import Persistence
+import Presence
 import Prometheus
 import Query
 import Rules
@@ -52,6 +53,11 @@ actor Database {
     private(set) var steppedDown = false
     /// The writes of the ``perform(_:)`` turn under way, committed as one submission at its end.
     private var turn: Turn?
+    /// The onDisconnect operations a store shared by several processes held for connections no
+    /// process serves any more, read at open; ``runStoredDisconnects()`` runs them.
+    private var storedDisconnects: [StoredDisconnect]
+    /// Whether connections' onDisconnect operations are stored before they are acknowledged.
+    nonisolated let keepsDisconnectOperations: Bool
     /// How the writes clients named with a ``WriteID`` ended; also updated from commit callbacks.
     let appliedWrites = AppliedWrites()
 
@@ -77,6 +83,8 @@ actor Database {
         self.metrics = metrics
         self.logger = logger
         self.root = try store.loadTree()
+        keepsDisconnectOperations = store.keepsDisconnectOperations
+        storedDisconnects = keepsDisconnectOperations ? try store.storedDisconnects() : []
         if let override {
             (rules, rulesText, enforcesRules) = (override.document, override.text, true)
             // Not written when already stored: a namespace nobody wrote to has no file to write it to.
@@ -121,16 +129,18 @@ actor Database {
     /// Runs `writes` in order, in one turn of the database, and hands what they store to the
     /// commit queue as one submission: committed together (or refused together, if the store
     /// fails), then answered in order.
-    func perform(_ writes: [DatabaseWrite]) {
+    ///
+    /// `disconnects` (changes to stored onDisconnect operations) commit in the same transaction.
+    func perform(_ writes: [DatabaseWrite], disconnects: [DisconnectChange] = []) {
         turn = Turn()
         for write in writes { write(self) }
         guard let finished = turn else { return }
         turn = nil
-        guard !finished.acknowledgements.isEmpty else { return }
+        guard !finished.acknowledgements.isEmpty || !disconnects.isEmpty else { return }
         let started = ContinuousClock.now
         let (metrics, logger) = (metrics, logger)
         let stores = !finished.writes.isEmpty
-        commits.submit(finished.writes) { result in
+        commits.submit(finished.writes, disconnects: disconnects) { result in
             if stores { metrics.commitLatency.record(ContinuousClock.now - started) }
             var events = 0
             for acknowledgement in finished.acknowledgements {
@@ -408,23 +418,46 @@ actor Database {
         }
     }
 
-    /// Runs a connection's onDisconnect writes (no one to answer), each checked against the rules
-    /// now, as `caller`.
-    func runDisconnectWrites(_ operations: [(path: Path, json: JSONValue, isUpdate: Bool)], as caller: Caller) {
+    /// Commits `changes` to the stored onDisconnect operations after every write applied before;
+    /// `done` runs once they are durable or failed.
+    func submitDisconnectChanges(
+        _ changes: [DisconnectChange], done: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
+        commits.submit([], disconnects: changes, onDurable: done)
+    }
+
+    /// The operations read at open (see ``runStoredDisconnects()``), handed over once.
+    func takeStoredDisconnects() -> [StoredDisconnect] {
+        defer { storedDisconnects = [] }
+        return storedDisconnects
+    }
+
+    /// Runs a connection's onDisconnect operations as `caller`, in one turn: their writes commit
+    /// together, and with them the removal of the operations stored for `session` (when the store
+    /// keeps them), so that they run exactly once even if the process dies meanwhile.
+    func runDisconnectWrites(_ operations: [DisconnectOperation], as caller: Caller, session: String? = nil) {
         let logger = logger
-        for operation in operations {
+        let writes: [DatabaseWrite] = operations.map { operation in
             let reply: @Sendable (WriteOutcome) -> Void = { outcome in
                 if case .rejected(let error) = outcome {
                     logger.warning(
                         "onDisconnect write failed", metadata: ["path": "\(operation.path)", "error": "\(error)"])
                 }
             }
-            if operation.isUpdate {
-                update(operation.path, json: operation.json, as: caller, reply: reply)
-            } else {
-                set(operation.path, json: operation.json, as: caller, reply: reply)
+            return { database in
+                switch operation.kind {
+                case .set(let json): database.set(operation.path, json: json, as: caller, reply: reply)
+                case .update(let members):
+                    database.update(operation.path, json: .object(members), as: caller, reply: reply)
+                }
             }
         }
+        // A namespace another process took over writes nothing: the stored operations are left
+        // for that process, which runs them when it opens the namespace.
+        if steppedDown && keepsDisconnectOperations { return }
+        let removal: [DisconnectChange] =
+            if keepsDisconnectOperations, let session { [.remove(session: session)] } else { [] }
+        perform(writes, disconnects: removal)
     }
 
     // MARK: Rules

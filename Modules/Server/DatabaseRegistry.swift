@@ -107,9 +107,12 @@ actor DatabaseRegistry {
                 throw .tooManyOpen(limit: configuration.maxOpenNamespaces)
             }
             let task = Task { [configuration, startupRules, postgres, metrics, logger] in
-                await Self.openNamespace(
+                let result = await Self.openNamespace(
                     name, configuration: configuration, rules: startupRules, postgres: postgres, metrics: metrics,
                     logger: logger)
+                // Before any client is served: what they write commits after these.
+                if case .success(let namespace) = result { await namespace.database.runStoredDisconnects() }
+                return result
             }
             opening[name] = task
             let result = await task.value
@@ -160,7 +163,9 @@ actor DatabaseRegistry {
                             metrics.tripped(.namespaceCreation)
                             throw .unknown(name)
                         }
-                        return DeferredServerStore(initialSettings: initialSettings, create: create)
+                        return DeferredServerStore(
+                            initialSettings: initialSettings, keepsDisconnectOperations: postgres != nil, create: create
+                        )
                     }
                     let store: any ServerStore
                     var created: DeferredServerStore?

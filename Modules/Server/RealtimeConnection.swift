@@ -399,6 +399,7 @@ final class RealtimeConnection: Subscriber, FlushTarget {
             return state.credential
         }
         await database.reauthenticate(subscriberID, as: caller)
+        await storeDisconnectCaller(caller, database: database)
         guard let expiresAt else { return }
         let timer = Task { [weak self] in
             let delay = expiresAt.timeIntervalSinceNow
@@ -422,6 +423,18 @@ final class RealtimeConnection: Subscriber, FlushTarget {
         guard expired else { return }
         send(.authRevoked(status: "expired_token", reason: "Auth token is expired."))
         await database.reauthenticate(subscriberID, as: .unauthenticated)
+        await storeDisconnectCaller(.unauthenticated, database: database)
+    }
+
+    /// Where the store keeps onDisconnect operations, stores them again with the connection's new
+    /// caller: they run as whoever the connection is when it ends, on whichever process.
+    private func storeDisconnectCaller(_ caller: Caller, database: Database) async {
+        let operations = disconnectOperations.operations
+        guard database.keepsDisconnectOperations, !operations.isEmpty else { return }
+        if let error = await database.storeDisconnectOperations(operations, session: sessionID, caller: caller) {
+            server.logger.warning(
+                "could not store onDisconnect operations", metadata: ["session": "\(sessionID)", "error": "\(error)"])
+        }
     }
 
     // MARK: onDisconnect
@@ -439,6 +452,16 @@ final class RealtimeConnection: Subscriber, FlushTarget {
 
     func cancelDisconnect(below path: Path) {
         state.withLock { $0.disconnect.cancel(below: path) }
+    }
+
+    /// The onDisconnect operations registered now.
+    var disconnectOperations: DisconnectOperations { state.withLock { $0.disconnect } }
+
+    /// Puts back operations the store refused to keep (unless the connection retired meanwhile).
+    func restoreDisconnectOperations(_ operations: DisconnectOperations) {
+        state.withLock { state in
+            if !state.retired { state.disconnect = operations }
+        }
     }
 
     /// Takes the onDisconnect operations to run, at most once.
@@ -514,12 +537,6 @@ extension CanopyServer {
         let operations = connection.retire()
         await database.removeSubscriber(connection.subscriberID)
         guard !operations.isEmpty else { return }
-        await database.runDisconnectWrites(
-            operations.map { operation in
-                switch operation.kind {
-                case .set(let json): (operation.path, json, false)
-                case .update(let members): (operation.path, .object(members), true)
-                }
-            }, as: connection.caller)
+        await database.runDisconnectWrites(operations, as: connection.caller, session: connection.sessionID)
     }
 }

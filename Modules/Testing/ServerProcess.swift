@@ -24,8 +24,10 @@ public final class ServerProcess: Sendable {
     /// The process id (for reading what it holds from `/proc`).
     public var pid: Int32 { process.processIdentifier }
 
-    /// The realtime URL for `namespace`.
-    public func webSocketURL(namespace: String) -> String { "ws://127.0.0.1:\(port)/.ws?v=5&ns=\(namespace)" }
+    /// The realtime URL for `namespace`, naming `lastSession` in `ls=` if given.
+    public func webSocketURL(namespace: String, lastSession: String? = nil) -> String {
+        "ws://127.0.0.1:\(port)/.ws?v=5&ns=\(namespace)" + (lastSession.map { "&ls=\($0)" } ?? "")
+    }
 
     /// Everything the process wrote to stdout and stderr so far.
     public var log: String { output.text }

@@ -132,6 +132,64 @@ struct ClusterFaultTests {
         }
     }
 
+    /// The onDisconnect operations of connections whose process was killed are stored in
+    /// PostgreSQL before they are acknowledged, and the process that takes the namespace over runs
+    /// them once, before it serves anything; a connection that closed ran and removed its own.
+    @Test(.timeLimit(.minutes(5)))
+    func aKilledOwnersOnDisconnectOperationsRunOnceOnTheNextOwner() async throws {
+        try await withPostgresCluster { cluster in
+            let folder = try TestServer.makeTemporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let first = try await Self.startNode("node1", cluster, leaseSeconds: 30, folder: folder)
+            let ada = try await RealtimeTestClient.connect(url: first.webSocketURL(namespace: "presence"))
+            try await ada.put("users/ada", "online")
+            try await ada.requestOK(.onDisconnectPut(path: "users/ada", data: "offline"))
+            try await ada.requestOK(
+                .onDisconnectMerge(path: "counters", data: ["disconnects": [".sv": ["increment": 1]]]))
+            // Cancelled before the crash: nothing of it runs.
+            try await ada.requestOK(.onDisconnectPut(path: "users/ada/last", data: "never"))
+            try await ada.requestOK(.onDisconnectCancel(path: "users/ada/last"))
+            let bob = try await RealtimeTestClient.connect(url: first.webSocketURL(namespace: "presence"))
+            try await bob.requestOK(.onDisconnectPut(path: "users/bob", data: "offline"))
+            #expect(try await cluster.psql("SELECT count(*) FROM canopy_disconnect WHERE ns = 'presence'") == "2")
+            // Bob leaves normally: his operation runs and its record goes in the same transaction.
+            await bob.close()
+            var remaining = ""
+            for _ in 0..<600 {
+                remaining = try await cluster.psql("SELECT count(*) FROM canopy_disconnect WHERE ns = 'presence'")
+                if remaining == "1" { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(remaining == "1")
+            #expect(try await ada.get("users/bob") == "offline")
+
+            await first.kill()
+            let second = try await Self.startNode("node2", cluster, leaseSeconds: 30, folder: folder)
+            // The first request opens the namespace on node2, which runs Ada's operations first.
+            let read = try await TestServer.http(baseURL: second.baseURL, .GET, "/.json?ns=presence")
+            #expect(read.status == 200, "\(read.body)")
+            #expect(read.json?["users"]?["ada"] == "offline", "\(read.body)")
+            #expect(read.json?["counters"]?["disconnects"] == 1, "\(read.body)")
+            #expect(try await cluster.psql("SELECT count(*) FROM canopy_disconnect WHERE ns = 'presence'") == "0")
+
+            // Ada comes back on node2, naming her old session, and is online again.
+            let back = try await RealtimeTestClient.connect(
+                url: second.webSocketURL(namespace: "presence", lastSession: ada.hello.sessionID))
+            try await back.put("users/ada", "online again")
+
+            // Ran once, and the old session clobbers nothing: a third owner after node2 dies finds
+            // nothing left to run.
+            await second.kill()
+            let third = try await Self.startNode("node3", cluster, leaseSeconds: 30, folder: folder)
+            let again = try await TestServer.http(baseURL: third.baseURL, .GET, "/.json?ns=presence")
+            #expect(again.json?["counters"] == ["disconnects": 1], "\(again.body)")
+            #expect(again.json?["users"]?["ada"] == "online again", "\(again.body)")
+            await back.close()
+            await ada.close()
+            await third.terminate()
+        }
+    }
+
     @Test(.timeLimit(.minutes(5)))
     func writesFailClearlyWhilePostgreSQLIsDownAndWorkAgainWhenItIsBack() async throws {
         try await withPostgresCluster { cluster in

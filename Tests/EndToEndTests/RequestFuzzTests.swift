@@ -83,13 +83,7 @@ struct RequestFuzzTests {
             await Task.yield()
         }
         // What the registered onDisconnect operations write, run as the server runs them.
-        await database.runDisconnectWrites(
-            operations.map { operation in
-                switch operation.kind {
-                case .set(let json): (operation.path, json, false)
-                case .update(let members): (operation.path, .object(members), true)
-                }
-            }, as: .unauthenticated)
+        await database.runDisconnectWrites(operations, as: .unauthenticated)
         let deadline = ContinuousClock.now + .seconds(120)
         // Every input is answered once, and so is the initial write.
         while tally.answered < Self.realtimeCount + 1, ContinuousClock.now < deadline {

@@ -138,6 +138,50 @@ import Tree
         }
     }
 
+    /// onDisconnect operations are kept per namespace and session, change in the transaction of
+    /// the writes they are submitted with, and a process that lost the namespace changes none.
+    @Test func onDisconnectOperationsCommitWithTheirWritesAndAreFenced() async throws {
+        try await withPostgresCluster { cluster in
+            try await Self.withStorage(cluster, node: "node1") { first in
+                try await Self.withStorage(cluster, node: "node2") { second in
+                    let ada = StoredDisconnect(session: "ada", operations: ["operations": [["p": "a", "s": "gone"]]])
+                    let bob = StoredDisconnect(session: "bob", operations: ["operations": []])
+                    let old = try await Self.blocking { try first.open("presence") }
+                    let other = try await Self.blocking { try first.open("elsewhere") }
+                    #expect(old.keepsDisconnectOperations)
+                    try await Self.blocking {
+                        try old.commit([], disconnects: [.store(ada), .store(bob)])
+                        try other.commit([], disconnects: [.store(bob)])
+                    }
+                    #expect(try await Self.blocking { try old.storedDisconnects() } == [ada, bob])
+
+                    // Bob's operations ran: their writes and the removal commit together.
+                    let write = StoredWrite(path: "b", node: Node(.string("offline")))
+                    try await Self.blocking { try old.commit([write], disconnects: [.remove(session: "bob")]) }
+                    #expect(try await Self.blocking { try old.storedDisconnects() } == [ada])
+                    #expect(try await Self.blocking { try other.storedDisconnects() } == [bob])
+                    #expect(
+                        try await Self.blocking { try old.loadTree() }
+                            == Node(children: [(ChildKey("b"), Node(.string("offline")))]))
+
+                    // node1 lost the namespace: it can neither run Ada's operations nor drop them.
+                    old.suspendLeaseRenewal()
+                    try await cluster.psql(
+                        "UPDATE canopy_owner SET lease_until = now() - interval '1 second' WHERE ns = 'presence'")
+                    let new = try await Self.blocking { try second.open("presence") }
+                    let ran = StoredWrite(path: "a", node: Node(.string("gone")))
+                    await #expect(throws: PostgresStoreError.fenced(namespace: "presence", epoch: old.epoch)) {
+                        try await Self.blocking { try old.commit([ran], disconnects: [.remove(session: "ada")]) }
+                    }
+                    #expect(try await Self.blocking { try new.storedDisconnects() } == [ada])
+                    try await Self.blocking { try new.commit([ran], disconnects: [.remove(session: "ada")]) }
+                    #expect(try await Self.blocking { try new.storedDisconnects() } == [])
+                    #expect(try await cluster.psql("SELECT count(*) FROM canopy_disconnect") == "1")
+                }
+            }
+        }
+    }
+
     @Test func aLeaseIsRenewedWhileTheNamespaceIsOpen() async throws {
         try await withPostgresCluster { cluster in
             // Renewed every 2 s, and served until 1 s before the lease ends: a renewal late by 3 s (a
@@ -267,10 +311,13 @@ import Tree
         try await withPostgresCluster { cluster in
             try await Self.withStorage(cluster) { storage in
                 try await storage.prepare()
-                #expect(try await cluster.psql("SELECT string_agg(name, ',') FROM canopy_migrations") == "v1")
+                #expect(
+                    try await cluster.psql("SELECT string_agg(name, ',' ORDER BY name) FROM canopy_migrations")
+                        == "v1,v2")
                 try await cluster.psql("INSERT INTO canopy_migrations (name) VALUES ('v9-from-the-future')")
                 await #expect(
-                    throws: PostgresStoreError.newerSchema(applied: ["v1", "v9-from-the-future"], known: ["v1"])
+                    throws: PostgresStoreError.newerSchema(
+                        applied: ["v1", "v2", "v9-from-the-future"], known: ["v1", "v2"])
                 ) {
                     try await storage.prepare()
                 }
