@@ -92,6 +92,24 @@ public final class PostgresTestCluster: Sendable {
         return cluster
     }
 
+    /// Restarts the server listening on TCP at `address` too (one of this host's), trusting
+    /// connections from its /16 network: for a process in a ``NetworkNamespace`` that reaches the
+    /// cluster over its veth pair. Clients reach it at ``url(host:database:)``.
+    public func listen(on address: String) async throws {
+        let network = address.split(separator: ".").prefix(2).joined(separator: ".") + ".0.0/16"
+        let rules = try FileHandle(forWritingTo: URL(fileURLWithPath: data + "/pg_hba.conf"))
+        try rules.seekToEnd()
+        try rules.write(contentsOf: Data("\nhost all all \(network) trust\n".utf8))
+        try rules.close()
+        try await psql("ALTER SYSTEM SET listen_addresses = '\(address)'")
+        try await restart()
+    }
+
+    /// The URL of `database` over TCP at `host` (see ``listen(on:)``).
+    public func url(host: String, database: String = "postgres") -> String {
+        "postgres://postgres@\(host):\(port)/\(database)"
+    }
+
     /// Restarts the server; `immediate` stops it as a crash would (SIGQUIT: no checkpoint, the next
     /// start recovers from the write-ahead log).
     public func restart(immediate: Bool = false) async throws {

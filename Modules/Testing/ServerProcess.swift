@@ -14,19 +14,21 @@ import Darwin
 /// "listening" log line.
 public final class ServerProcess: Sendable {
     public let port: Int
+    /// The address clients reach it at.
+    public let host: String
     public let executable: String
     private let process: Process
     private let output: OutputCollector
 
-    /// `http://127.0.0.1:PORT`.
-    public var baseURL: String { "http://127.0.0.1:\(port)" }
+    /// `http://HOST:PORT`.
+    public var baseURL: String { "http://\(host):\(port)" }
 
     /// The process id (for reading what it holds from `/proc`).
     public var pid: Int32 { process.processIdentifier }
 
     /// The realtime URL for `namespace`, naming `lastSession` in `ls=` if given.
     public func webSocketURL(namespace: String, lastSession: String? = nil) -> String {
-        "ws://127.0.0.1:\(port)/.ws?v=5&ns=\(namespace)" + (lastSession.map { "&ls=\($0)" } ?? "")
+        "ws://\(host):\(port)/.ws?v=5&ns=\(namespace)" + (lastSession.map { "&ls=\($0)" } ?? "")
     }
 
     /// Everything the process wrote to stdout and stderr so far.
@@ -38,8 +40,9 @@ public final class ServerProcess: Sendable {
         return process.terminationStatus
     }
 
-    private init(port: Int, executable: String, process: Process, output: OutputCollector) {
+    private init(port: Int, host: String, executable: String, process: Process, output: OutputCollector) {
         self.port = port
+        self.host = host
         self.executable = executable
         self.process = process
         self.output = output
@@ -47,17 +50,27 @@ public final class ServerProcess: Sendable {
 
     /// Starts `executable` with `--port 0 --data dataDirectory` and `arguments` (and `environment`
     /// added to this process's), and waits until it logs its port.
+    ///
+    /// `launcher` runs it through a command that then executes it in its place, such as
+    /// ``NetworkNamespace/launcher`` (the process id stays the server's); `host` is where clients
+    /// reach it.
     public static func start(
         executable: String, dataDirectory: String, arguments: [String] = [], environment: [String: String] = [:],
-        timeout: Duration = .seconds(60)
+        launcher: [String] = [], host: String = "127.0.0.1", timeout: Duration = .seconds(60)
     ) async throws -> ServerProcess {
-        let (process, output) = try launch(
-            executable, arguments: ["--port", "0", "--data", dataDirectory, "--log-level", "info"] + arguments,
-            environment: environment)
+        let serverArguments = ["--port", "0", "--data", dataDirectory, "--log-level", "info"] + arguments
+        let (process, output) =
+            if let command = launcher.first {
+                try launch(
+                    command, arguments: launcher.dropFirst() + [executable] + serverArguments, environment: environment)
+            } else {
+                try launch(executable, arguments: serverArguments, environment: environment)
+            }
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let port = output.listeningPort {
-                return ServerProcess(port: port, executable: executable, process: process, output: output)
+                return ServerProcess(
+                    port: port, host: host, executable: executable, process: process, output: output)
             }
             guard process.isRunning else { break }
             try await Task.sleep(for: .milliseconds(20))

@@ -190,6 +190,86 @@ struct ClusterFaultTests {
         }
     }
 
+    /// A partition: the owner, in a network namespace of its own, loses PostgreSQL and its
+    /// clients at once (its link goes down). It stops serving before its lease ends; the next
+    /// owner takes the namespace once the lease ran out, runs the cut-off client's onDisconnect
+    /// operations once, and the old owner acknowledges nothing after the link comes back.
+    @Test(.timeLimit(.minutes(5)), .enabled(if: NetworkNamespace.isAvailable, "needs root and iproute2"))
+    func anOwnerCutFromPostgreSQLAndItsClientsIsReplacedOnceItsLeaseRanOut() async throws {
+        try await withPostgresCluster { cluster in
+            let network = try await NetworkNamespace.create()
+            let folder = try TestServer.makeTemporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            do {
+                try await Self.partition(cluster, network, folder: folder)
+            } catch {
+                await network.remove()
+                throw error
+            }
+            await network.remove()
+        }
+    }
+
+    private static func partition(
+        _ cluster: PostgresTestCluster, _ network: NetworkNamespace, folder: String
+    )
+        async throws
+    {
+        try await cluster.listen(on: network.hostAddress)
+        let executable = try #require(serverExecutable)
+        let port = try TestServer.reservePort()
+        let first = try await ServerProcess.start(
+            executable: executable, dataDirectory: folder + "/node1",
+            arguments: [
+                "--store", cluster.url(host: network.hostAddress), "--node-name", "node1", "--host", network.address,
+                "--port", "\(port)", "--advertise-host", "\(network.address):\(port)", "--lease-duration", "2",
+                // Not on a loopback address: writes create namespaces only when told to.
+                "--create-namespaces",
+            ],
+            launcher: network.launcher, host: network.address)
+        let second = try await startNode("node2", cluster, leaseSeconds: 2, folder: folder)
+        let client = try await RealtimeTestClient.connect(url: first.webSocketURL(namespace: "cut"))
+        try await client.put("before", 1)
+        try await client.requestOK(
+            .onDisconnectMerge(path: "counters", data: ["cut": [".sv": ["increment": 1]]]))
+
+        try await network.cut()
+        let cut = ContinuousClock.now
+        // Sent into the cut: node1 must never acknowledge it.
+        let late = Task { try await client.request(.put(path: "late", data: 1, hash: nil), timeout: .seconds(60)) }
+        var taken = false
+        while !taken, ContinuousClock.now - cut < .seconds(60) {
+            let put = try? await TestServer.http(
+                baseURL: second.baseURL, .PUT, "/after.json?ns=cut", body: "2", timeout: .seconds(5))
+            taken = put?.status == 200
+            if !taken { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(taken, "node2 never took the namespace")
+        print("cluster fault: owner cut off; the next owner acknowledged a write after \(ContinuousClock.now - cut)")
+        // The cut-off client's operations ran on node2, once.
+        let counters = try await TestServer.http(baseURL: second.baseURL, .GET, "/counters.json?ns=cut")
+        #expect(counters.json == ["cut": 1], "\(counters.body)")
+
+        try await network.heal()
+        switch await late.result {
+        case .success(let answer):
+            #expect(!answer.isOK, "the cut-off node acknowledged a write: \(answer)\n\(first.log.suffix(4000))")
+        case .failure:
+            break  // the connection ended unanswered: also not acknowledged
+        }
+        #expect(first.log.contains("stepped down from a namespace"), "\(first.log.suffix(4000))")
+        #expect(try await cluster.psql("SELECT count(*) FROM canopy_nodes WHERE ns = 'cut' AND path = 'late'") == "0")
+        #expect(try await cluster.psql("SELECT node || ' ' || epoch FROM canopy_owner WHERE ns = 'cut'") == "node2 2")
+        #expect(try await cluster.psql("SELECT count(*) FROM canopy_disconnect WHERE ns = 'cut'") == "0")
+        // Back on the network, node1 sends clients on to node2.
+        let redirected = try await TestServer.http(baseURL: first.baseURL, .GET, "/before.json?ns=cut")
+        #expect(redirected.status == 307)
+        #expect(redirected.header("Location")?.hasPrefix(second.baseURL) == true)
+        await client.close()
+        await first.terminate()
+        await second.terminate()
+    }
+
     @Test(.timeLimit(.minutes(5)))
     func writesFailClearlyWhilePostgreSQLIsDownAndWorkAgainWhenItIsBack() async throws {
         try await withPostgresCluster { cluster in
