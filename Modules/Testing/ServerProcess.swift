@@ -113,16 +113,21 @@ public final class ServerProcess: Sendable {
         process.standardOutput = pipe
         process.standardError = pipe
         let output = OutputCollector()
-        pipe.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty {
-                handle.readabilityHandler = nil
-                output.complete()
-            } else {
+        try process.run()
+        // Read by a thread of its own with blocking reads, not `readabilityHandler`: its dispatch
+        // source, torn down while short-lived processes come and go, crashed the test process once
+        // in libdispatch's event loop (`_dispatch_event_loop_drain`, a bad pointer).
+        let reader = pipe.fileHandleForReading
+        let thread = Thread {
+            while true {
+                let data = reader.availableData
+                if data.isEmpty { break }
                 output.append(data)
             }
+            try? reader.close()
+            output.complete()
         }
-        try process.run()
+        thread.start()
         return (process, output)
     }
 

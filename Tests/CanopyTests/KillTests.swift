@@ -20,22 +20,24 @@ final class Probe: Sendable {
         process.arguments = [url, folder.path, "\(first)", "\(count)"] + options
         let output = Pipe()
         process.standardOutput = output
-        output.fileHandleForReading.readabilityHandler = { [self] handle in
-            let data = handle.availableData
-            if data.isEmpty {
-                handle.readabilityHandler = nil  // the end of the output
-                return
-            }
-            self.partial.withLock { buffer in
-                buffer.append(data)
-                while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                    buffer.removeSubrange(buffer.startIndex...newline)
-                    self.lines.withLock { $0.append(line) }
+        try process.run()
+        // A reading thread, not `readabilityHandler` (see `ServerProcess`).
+        let reader = output.fileHandleForReading
+        Thread { [self] in
+            while true {
+                let data = reader.availableData
+                if data.isEmpty { break }
+                self.partial.withLock { buffer in
+                    buffer.append(data)
+                    while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                        let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                        buffer.removeSubrange(buffer.startIndex...newline)
+                        self.lines.withLock { $0.append(line) }
+                    }
                 }
             }
-        }
-        try process.run()
+            try? reader.close()
+        }.start()
     }
 
     var printed: [String] { lines.withLock { $0 } }
