@@ -23,7 +23,7 @@ struct CanopyLoad: AsyncParsableCommand {
             """,
         subcommands: [
             Writes.self, Fanout.self, Storm.self, Idle.self, Baseline.self, Window.self, SlowReaders.self,
-            ListenFlood.self, Takeover.self, TreeLoad.self,
+            ListenFlood.self, Takeover.self, TreeLoad.self, Chaos.self,
         ])
 
     /// Raises the open-file limit, then parses and runs the command as ArgumentParser's own `main` does.

@@ -47,24 +47,9 @@ struct Takeover: AsyncParsableCommand {
         let binary =
             try serverBinary
             ?? ChildProcess.locate("canopy-server", preferring: [ChildProcess.ownFolder].compactMap { $0 })
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "canopy-takeover-\(ProcessInfo.processInfo.processIdentifier)"
-        ).path
-        var servers: [LaunchedServer] = []
-        for index in 0..<nodes {
-            let nodePort = port + index
-            let folder = (root as NSString).appendingPathComponent("node\(index + 1)")
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            let server = LaunchedServer(
-                binary: binary, host: "127.0.0.1", port: nodePort, folder: folder, removeFolder: true,
-                inMemory: false,
-                extraArguments: [
-                    "--store", store, "--node-name", "takeover-node\(index + 1)", "--advertise-host",
-                    "127.0.0.1:\(nodePort)", "--lease-duration", String(leaseDuration),
-                ])
-            try await server.start()
-            servers.append(server)
-        }
+        let (servers, root) = try await ClusterNodes.start(
+            count: nodes, binary: binary, store: store, firstPort: port, leaseSeconds: leaseDuration,
+            prefix: "takeover")
         console.line("started \(nodes) nodes on ports \(port)–\(port + nodes - 1) over \(store)")
         let writer = ClusterWriter(ports: servers.map(\.port))
         let writing = Task { await writer.run() }
@@ -148,6 +133,8 @@ struct TakeoverResult: Encodable {
 /// owner and moving to the next node when one does not answer.
 final class ClusterWriter: Sendable {
     private let ports: [Int]
+    private let namespace: String
+    private let requestTimeout: Duration
     private let client: HTTPClient
     private let state = Mutex(State())
 
@@ -158,8 +145,11 @@ final class ClusterWriter: Sendable {
         var lastAcknowledgingPort = 0
     }
 
-    init(ports: [Int]) {
+    /// A node that has not answered a write within `requestTimeout` (a paused one) is left for the next.
+    init(ports: [Int], namespace: String = "takeover", requestTimeout: Duration = .seconds(10)) {
         self.ports = ports
+        self.namespace = namespace
+        self.requestTimeout = requestTimeout
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
         configuration.timeout.connect = .milliseconds(250)
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
@@ -189,11 +179,12 @@ final class ClusterWriter: Sendable {
     private func put(_ sequence: Int) async -> Bool {
         for _ in 0..<1000 where !Task.isCancelled {
             let port = ports[state.withLock { $0.current }]
-            var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/w\(sequence).json?ns=takeover&print=silent")
+            var request = HTTPClientRequest(
+                url: "http://127.0.0.1:\(port)/w\(sequence).json?ns=\(namespace)&print=silent")
             request.method = .PUT
             request.body = .bytes(ByteBuffer(string: "\(sequence)"))
             do {
-                let response = try await client.execute(request, timeout: .seconds(10))
+                let response = try await client.execute(request, timeout: .init(requestTimeout))
                 _ = try? await response.body.collect(upTo: 1 << 16)
                 switch response.status.code {
                 case 200..<300:
@@ -232,7 +223,7 @@ final class ClusterWriter: Sendable {
         var port = ports[state.withLock { $0.current }]
         for _ in 0..<10 {
             let response = try await client.execute(
-                HTTPClientRequest(url: "http://127.0.0.1:\(port)/.json?ns=takeover"), timeout: .seconds(60))
+                HTTPClientRequest(url: "http://127.0.0.1:\(port)/.json?ns=\(namespace)"), timeout: .seconds(60))
             let body = try await response.body.collect(upTo: 1 << 30)
             if response.status.code == 307,
                 let owner = response.headers.first(name: "Location").flatMap(URLComponents.init(string:))?.port

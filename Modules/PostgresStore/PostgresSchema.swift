@@ -85,64 +85,7 @@ enum PostgresSchema {
                 END
                 $$
                 """,
-                """
-                CREATE FUNCTION canopy_commit(p_ns text, p_epoch bigint, p_lease_ms bigint, p_ops text[], p_a text[],
-                    p_b text[]) RETURNS void LANGUAGE plpgsql
-                -- Plans for the actual arrays and table size: a plan cached while the table was empty
-                -- would scan it whole once it is not.
-                SET plan_cache_mode = force_custom_plan AS $$
-                DECLARE
-                    i integer := 1;
-                    j integer;
-                    n integer := coalesce(array_length(p_ops, 1), 0);
-                    ancestor text;
-                BEGIN
-                    PERFORM canopy_fence(p_ns, p_epoch, p_lease_ms);
-                    WHILE i <= n LOOP
-                        -- A run of deletes of rows, deletes below paths, or upserts is one statement.
-                        j := i;
-                        IF p_ops[i] IN ('delete_row', 'delete_below', 'upsert') THEN
-                            WHILE j < n AND p_ops[j + 1] = p_ops[i] LOOP
-                                j := j + 1;
-                            END LOOP;
-                        END IF;
-                        CASE p_ops[i]
-                        WHEN 'delete_all' THEN
-                            DELETE FROM canopy_nodes WHERE ns = p_ns;
-                        WHEN 'delete_row' THEN
-                            DELETE FROM canopy_nodes WHERE ns = p_ns AND path = ANY (p_a[i:j]);
-                        WHEN 'delete_below' THEN
-                            -- One range of the primary key each (a join over them was planned as a scan).
-                            FOREACH ancestor IN ARRAY p_a[i:j] LOOP
-                                DELETE FROM canopy_nodes WHERE ns = p_ns AND path >= ancestor || '/' COLLATE "C"
-                                    AND path < ancestor || '0' COLLATE "C";
-                            END LOOP;
-                        WHEN 'prune' THEN
-                            ancestor := canopy_parent(p_a[i]);
-                            WHILE ancestor IS NOT NULL LOOP
-                                EXIT WHEN canopy_has_data(p_ns, ancestor);
-                                DELETE FROM canopy_nodes WHERE ns = p_ns AND path = canopy_priority_row(ancestor);
-                                ancestor := canopy_parent(ancestor);
-                            END LOOP;
-                        WHEN 'priority' THEN
-                            DELETE FROM canopy_nodes WHERE ns = p_ns AND path = canopy_priority_row(p_a[i]);
-                            IF p_b[i] <> '' AND canopy_has_data(p_ns, p_a[i]) THEN
-                                INSERT INTO canopy_nodes (ns, path, value)
-                                    VALUES (p_ns, canopy_priority_row(p_a[i]), p_b[i]);
-                            END IF;
-                        WHEN 'upsert' THEN
-                            -- The same path twice in a run: the later value wins.
-                            INSERT INTO canopy_nodes (ns, path, value)
-                                SELECT DISTINCT ON (u.path) p_ns, u.path, u.value
-                                FROM unnest(p_a[i:j], p_b[i:j]) WITH ORDINALITY AS u(path, value, position)
-                                ORDER BY u.path, u.position DESC
-                                ON CONFLICT (ns, path) DO UPDATE SET value = EXCLUDED.value;
-                        END CASE;
-                        i := j + 1;
-                    END LOOP;
-                END
-                $$
-                """,
+                commitFunction(replacing: false, branches: ""),
                 """
                 CREATE FUNCTION canopy_set_setting(p_ns text, p_epoch bigint, p_lease_ms bigint, p_name text,
                     p_value text) RETURNS void LANGUAGE plpgsql AS $$
@@ -165,9 +108,15 @@ enum PostgresSchema {
                 CREATE TABLE canopy_disconnect (ns text NOT NULL, session text NOT NULL, operations text NOT NULL,
                     created_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (ns, session))
                 """,
-                """
-                CREATE OR REPLACE FUNCTION canopy_commit(p_ns text, p_epoch bigint, p_lease_ms bigint, p_ops text[],
-                    p_a text[], p_b text[]) RETURNS void LANGUAGE plpgsql
+                commitFunction(replacing: true, branches: disconnectBranches),
+            ]),
+    ]
+
+    /// `canopy_commit`: v1 created it, v2 replaced it adding `branches` (more `WHEN` cases).
+    private static func commitFunction(replacing: Bool, branches: String) -> String {
+        """
+                \(replacing ? "CREATE OR REPLACE" : "CREATE") FUNCTION canopy_commit(p_ns text, p_epoch bigint, p_lease_ms bigint,
+                    p_ops text[], p_a text[], p_b text[]) RETURNS void LANGUAGE plpgsql
                 -- Plans for the actual arrays and table size: a plan cached while the table was empty
                 -- would scan it whole once it is not.
                 SET plan_cache_mode = force_custom_plan AS $$
@@ -217,17 +166,20 @@ enum PostgresSchema {
                                 FROM unnest(p_a[i:j], p_b[i:j]) WITH ORDINALITY AS u(path, value, position)
                                 ORDER BY u.path, u.position DESC
                                 ON CONFLICT (ns, path) DO UPDATE SET value = EXCLUDED.value;
-                        WHEN 'disconnect_store' THEN
-                            INSERT INTO canopy_disconnect (ns, session, operations) VALUES (p_ns, p_a[i], p_b[i])
-                                ON CONFLICT (ns, session) DO UPDATE SET operations = EXCLUDED.operations;
-                        WHEN 'disconnect_remove' THEN
-                            DELETE FROM canopy_disconnect WHERE ns = p_ns AND session = p_a[i];
-                        END CASE;
+        \(branches)                        END CASE;
                         i := j + 1;
                     END LOOP;
                 END
                 $$
-                """,
-            ]),
-    ]
+        """
+    }
+
+    private static let disconnectBranches = """
+                                WHEN 'disconnect_store' THEN
+                                    INSERT INTO canopy_disconnect (ns, session, operations) VALUES (p_ns, p_a[i], p_b[i])
+                                        ON CONFLICT (ns, session) DO UPDATE SET operations = EXCLUDED.operations;
+                                WHEN 'disconnect_remove' THEN
+                                    DELETE FROM canopy_disconnect WHERE ns = p_ns AND session = p_a[i];
+
+        """
 }

@@ -209,6 +209,30 @@ struct TakeoverScenarioTests {
     }
 }
 
+/// `canopy-load chaos` for a few seconds: random faults on the owner (kill, pause past the lease,
+/// stop), each recovered from, and no acknowledged write lost.
+@Suite(
+    .enabled(
+        if: PostgresTestCluster.isEnabled && serverExecutable != nil && CanopyLoad.executable != nil,
+        "needs CANOPY_TEST_POSTGRES=1 and the binaries"))
+struct ChaosScenarioTests {
+    @Test(.timeLimit(.minutes(4)))
+    func randomFaultsLoseNoAcknowledgedWrite() async throws {
+        try await withPostgresCluster { cluster in
+            let port = try TestServer.reservePort()
+            let (status, report, log) = try await CanopyLoad.run([
+                "chaos", "--store", cluster.url, "--server-binary", try #require(serverExecutable), "--nodes", "3",
+                "--duration", "12", "--lease-duration", "1", "--seed", "7", "--port", "\(port)", "--json",
+            ])
+            #expect(status == 0, "\(log)")
+            #expect(report["lostAcknowledgedWrites"] as? Int == 0, "\(log)")
+            let recoveries = try #require(report["recoveryMilliseconds"] as? [String: [Double]], "\(log)")
+            #expect(recoveries.values.reduce(0) { $0 + $1.count } >= 2, "\(log)")
+            #expect((report["acknowledgedWrites"] as? Int ?? 0) >= 40, "\(log)")
+        }
+    }
+}
+
 /// `canopy-load tree-load` at a tiny size, on the embedded store: it fills a namespace, restarts
 /// the server and reads the first leaf back after each restart.
 @Suite(.enabled(if: serverExecutable != nil && CanopyLoad.executable != nil, "needs the binaries"))

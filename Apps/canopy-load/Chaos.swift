@@ -1,0 +1,176 @@
+import ArgumentParser
+import Foundation
+
+/// Random faults on a cluster for as long as asked: the node serving a namespace is killed
+/// (SIGKILL), paused past its lease (SIGSTOP, then SIGCONT) or stopped (SIGTERM), one fault after
+/// another, while a writer keeps writing; at the end every acknowledged write must be there.
+struct Chaos: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Random faults on a cluster for --duration seconds; fails if an acknowledged write is lost.",
+        discussion: """
+            Starts --nodes canopy-server processes on ports --port, --port + 1, … over the PostgreSQL \
+            database --store. One writer puts to the namespace `chaos` through REST, one write after \
+            another, following redirects and moving on from a node that does not answer. Once writes \
+            flow, a fault chosen at random (--seed) hits the node that acknowledged the last write: \
+            kill (SIGKILL, started again once another node took over), pause (SIGSTOP until another \
+            node took over, then SIGCONT: it must step down by itself) or stop (SIGTERM, started \
+            again). Each fault's recovery time is from the fault to the next acknowledged write. At the \
+            end every acknowledged write is read back; the command fails if one is missing or a \
+            fault was never recovered from.
+            """)
+
+    @Option(help: ArgumentHelp("The PostgreSQL database the nodes share.", valueName: "postgres-url"))
+    var store: String
+
+    @Option(help: "The canopy-server executable (default: beside canopy-load, then on PATH).")
+    var serverBinary: String?
+
+    @Option(help: "The first node's port; the others follow it.") var port = 9600
+    @Option(help: "Nodes to run.") var nodes = 3
+    @Option(help: "How long to keep causing faults, in seconds.") var duration: Double = 60
+    @Option(help: "The seed of the fault sequence (the same seed, the same faults).") var seed: UInt64 = 1
+    @Option(help: "The nodes' --lease-duration, in seconds (a paused node is replaced after it).")
+    var leaseDuration: Double = 2
+    @Flag(help: "Print one JSON object with the figures on standard output (the other lines go to standard error).")
+    var json = false
+
+    func validate() throws {
+        guard nodes >= 2 else { throw ValidationError("--nodes must be at least 2") }
+        guard duration > 0 else { throw ValidationError("--duration must be positive") }
+        guard leaseDuration >= 1 else { throw ValidationError("--lease-duration must be at least 1") }
+        guard (1...65535).contains(port), port + nodes - 1 <= 65535 else {
+            throw ValidationError("--port leaves no room for \(nodes) nodes")
+        }
+    }
+
+    func run() async throws {
+        let console = Console(json: json)
+        console.line(MachineInfo.current().describe)
+        let binary =
+            try serverBinary
+            ?? ChildProcess.locate("canopy-server", preferring: [ChildProcess.ownFolder].compactMap { $0 })
+        let (servers, root) = try await ClusterNodes.start(
+            count: nodes, binary: binary, store: store, firstPort: port, leaseSeconds: leaseDuration, prefix: "chaos")
+        console.line("started \(nodes) nodes on ports \(port)–\(port + nodes - 1) over \(store); seed \(seed)")
+        // A paused node accepts connections and never answers: the writer gives up on it after 1 s.
+        let writer = ClusterWriter(ports: servers.map(\.port), namespace: "chaos", requestTimeout: .seconds(1))
+        let writing = Task { await writer.run() }
+        var report = ChaosReport(nodes: nodes, seconds: duration, seed: seed, leaseSeconds: leaseDuration)
+        let outcome: Result<Void, any Error>
+        do {
+            try await causeFaults(servers, writer: writer, report: &report, console: console)
+            outcome = .success(())
+        } catch {
+            outcome = .failure(error)
+        }
+        writing.cancel()
+        await writing.value
+        // Every node back before the read: a paused one is resumed, a stopped one started.
+        for server in servers where server.pid == 0 { try? await server.start() }
+        report.acknowledgedWrites = writer.acknowledged
+        report.lostAcknowledgedWrites = try await writer.missing()
+        await writer.shutdown()
+        for server in servers { await server.shutDown() }
+        try? FileManager.default.removeItem(atPath: root)
+        for line in report.describe() { console.line(line) }
+        if json { try console.emit(report) }
+        try outcome.get()
+        if report.lostAcknowledgedWrites > 0 {
+            throw LoadError.check("\(report.lostAcknowledgedWrites) acknowledged writes are missing")
+        }
+    }
+
+    private func causeFaults(
+        _ servers: [LaunchedServer], writer: ClusterWriter, report: inout ChaosReport, console: Console
+    ) async throws {
+        var random = SplitMix64(seed: seed)
+        let deadline = ContinuousClock.now + .seconds(duration)
+        while ContinuousClock.now < deadline {
+            // Writes flow, and the owner is the node that acknowledged the last 20.
+            let flowing = writer.acknowledged + 20
+            try await writer.waitUntil(timeout: .seconds(60)) { $0 >= flowing }
+            guard let victim = servers.first(where: { $0.port == writer.lastAcknowledgingPort }) else {
+                throw LoadError.check("no node acknowledged the last write")
+            }
+            let fault = ChaosFault.allCases[Int(random.next() % UInt64(ChaosFault.allCases.count))]
+            let before = writer.acknowledged
+            let started = monotonicNanoseconds()
+            switch fault {
+            case .kill: await victim.stop(SIGKILL)
+            case .pause: _ = kill(victim.pid, SIGSTOP)
+            case .stop: await victim.stop(SIGTERM)
+            }
+            do {
+                try await writer.waitUntil(timeout: .seconds(60)) { $0 > before }
+            } catch {
+                if fault == .pause { _ = kill(victim.pid, SIGCONT) }
+                throw LoadError.check(
+                    "no write was acknowledged within 60 s of a \(fault.rawValue) of node \(victim.port)")
+            }
+            let took = Double(writer.lastAcknowledgement - started) / 1e6
+            report.record(fault, milliseconds: took)
+            console.progress(
+                String(
+                    format: "%@ of the owner (port %d): next acknowledged write after %.1f ms", fault.rawValue,
+                    victim.port, took))
+            switch fault {
+            case .kill, .stop: try await victim.start()
+            case .pause: _ = kill(victim.pid, SIGCONT)
+            }
+            // A quiet spell of 0 to 2 s before the next fault.
+            try await Task.sleep(for: .milliseconds(Int(random.next() % 2000)))
+        }
+    }
+}
+
+enum ChaosFault: String, CaseIterable, Encodable {
+    case kill, pause, stop
+}
+
+struct ChaosReport: Encodable {
+    var nodes: Int
+    var seconds: Double
+    var seed: UInt64
+    var leaseSeconds: Double
+    /// Recovery times (fault → next acknowledged write) by fault.
+    var recoveryMilliseconds: [String: [Double]] = [:]
+    var acknowledgedWrites = 0
+    var lostAcknowledgedWrites = 0
+
+    init(nodes: Int, seconds: Double, seed: UInt64, leaseSeconds: Double) {
+        self.nodes = nodes
+        self.seconds = seconds
+        self.seed = seed
+        self.leaseSeconds = leaseSeconds
+    }
+
+    mutating func record(_ fault: ChaosFault, milliseconds: Double) {
+        recoveryMilliseconds[fault.rawValue, default: []].append(milliseconds)
+    }
+
+    func describe() -> [String] {
+        var lines = ChaosFault.allCases.compactMap { fault -> String? in
+            guard let times = recoveryMilliseconds[fault.rawValue]?.sorted(), let worst = times.last else { return nil }
+            return String(
+                format: "%@: %d faults, recovery p50 %.1f ms, max %.1f ms", fault.rawValue, times.count,
+                times[times.count / 2], worst)
+        }
+        lines.append("acknowledged writes: \(acknowledgedWrites), missing at the end: \(lostAcknowledgedWrites)")
+        return lines
+    }
+}
+
+/// A small seeded generator (SplitMix64), so that a seed replays the same faults.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var value = state
+        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
+        return value ^ (value >> 31)
+    }
+}

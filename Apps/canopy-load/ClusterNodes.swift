@@ -1,0 +1,35 @@
+import Foundation
+
+/// canopy-server processes sharing one PostgreSQL database, on consecutive ports, each
+/// advertising its own loopback address.
+enum ClusterNodes {
+    /// Starts `count` nodes named `<prefix>-node1`, … on ports `firstPort`, `firstPort + 1`, …,
+    /// with their data folders under a new temporary folder; returns them and that folder.
+    static func start(
+        count: Int, binary: String, store: String, firstPort: Int, leaseSeconds: Double, prefix: String
+    ) async throws -> (nodes: [LaunchedServer], folder: String) {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "canopy-\(prefix)-\(ProcessInfo.processInfo.processIdentifier)"
+        ).path
+        var nodes: [LaunchedServer] = []
+        for index in 0..<count {
+            let port = firstPort + index
+            let folder = (root as NSString).appendingPathComponent("node\(index + 1)")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let node = LaunchedServer(
+                binary: binary, host: "127.0.0.1", port: port, folder: folder, removeFolder: true, inMemory: false,
+                extraArguments: [
+                    "--store", store, "--node-name", "\(prefix)-node\(index + 1)", "--advertise-host",
+                    "127.0.0.1:\(port)", "--lease-duration", String(leaseSeconds),
+                ])
+            do {
+                try await node.start()
+            } catch {
+                for started in nodes { await started.shutDown() }
+                throw error
+            }
+            nodes.append(node)
+        }
+        return (nodes, root)
+    }
+}
