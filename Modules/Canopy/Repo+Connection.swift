@@ -12,6 +12,9 @@ extension Repo {
     /// cancelled. While `goOffline()` holds, it waits.
     func runConnection() async {
         var backoff = ReconnectBackoff()
+        // Redirects followed at once since the last connection that opened: a loop of servers
+        // sending the client to one another falls back to the backoff.
+        var redirects = 0
         while !Task.isCancelled {
             await waitWhileInterrupted()
             if Task.isCancelled { return }
@@ -23,9 +26,21 @@ extension Repo {
                     link.close()
                     continue
                 }
+                redirects = 0
                 for await message in link.messages { handle(message) }
                 backoff.connectionLasted(ContinuousClock.now - started)
                 closed(link)
+            } catch RealtimeClientError.redirected(let host) {
+                // Sent elsewhere instead of a hello: connect there at once (a few times in a row).
+                redirects += 1
+                let redirect = endpoint.redirected(to: host)
+                if redirect == nil {
+                    logger.warning("the server redirected to an invalid host", metadata: ["host": "\(host)"])
+                }
+                state.withLock { state in
+                    state.redirect = redirect
+                    state.reconnectAtOnce = redirect != nil && redirects <= Self.maxRedirectsAtOnce
+                }
             } catch {
                 logger.debug("could not connect", metadata: ["endpoint": "\(target)", "error": "\(error)"])
                 // A host the server redirected to that cannot be reached is not tried again.
@@ -45,6 +60,9 @@ extension Repo {
             await pause(for: delay)
         }
     }
+
+    /// Redirects (`r` instead of a hello) followed without a backoff delay before one connection opens.
+    static let maxRedirectsAtOnce = 5
 
     /// Sleeps for `delay`, or until `goOnline()` cuts the wait short.
     private func pause(for delay: Duration) async {

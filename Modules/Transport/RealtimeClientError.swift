@@ -6,6 +6,9 @@ public enum RealtimeClientError: Error, Sendable, Equatable, CustomStringConvert
     case connectFailed(String)
     /// No hello came within the connect timeout.
     case timedOut(Duration)
+    /// The server sent the client to `host` instead of greeting it (the protocol's redirect `r`, sent
+    /// by a server that does not serve the namespace): connect there.
+    case redirected(host: String)
     /// The connection ended; the reason says how (`"shutdown: …"` when the server asked the
     /// client not to reconnect).
     case closed(String)
@@ -15,6 +18,7 @@ public enum RealtimeClientError: Error, Sendable, Equatable, CustomStringConvert
         case .invalidURL(let url, let reason): "invalid database URL \"\(url)\": \(reason)"
         case .connectFailed(let message): "could not connect: \(message)"
         case .timedOut(let timeout): "no hello from the server within \(timeout)"
+        case .redirected(let host): "the server redirected the client to \(host)"
         case .closed(let reason): "connection closed: \(reason)"
         }
     }

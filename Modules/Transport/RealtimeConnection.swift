@@ -186,6 +186,12 @@ final class RealtimeConnection: Sendable {
     private func deliver(_ message: ServerMessage, text: String) -> Bool {
         let isGreeted = state.withLock { $0.isGreeted }
         if !isGreeted {
+            if case .reset(let host) = message {
+                // Firebase's servers, and Canopy's in a cluster, redirect instead of greeting.
+                logger.debug("The server redirected the client", metadata: ["canopy.host": "\(host)"])
+                end(.redirected(host: host))
+                return false
+            }
             guard case .hello(let timestamp, _, let host, let sessionID, let extensions) = message else {
                 let error = RealtimeClientError.connectFailed("\(url): expected a hello first, got \(text.prefix(200))")
                 logger.error("\(error)")

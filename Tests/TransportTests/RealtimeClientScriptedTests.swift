@@ -32,6 +32,16 @@ struct RealtimeClientScriptedTests {
         await server.stop()
     }
 
+    /// A server that does not serve the namespace sends the protocol's redirect instead of a hello
+    /// (Firebase's do, and Canopy's in a cluster): connecting reports where to go.
+    @Test func aRedirectInsteadOfTheHelloTellsWhereToConnect() async throws {
+        let server = try await ScriptedWebSocketServer.start(sending: [#"{"t":"c","d":{"t":"r","d":"s-node2:9001"}}"#])
+        await #expect(throws: RealtimeClientError.redirected(host: "s-node2:9001")) {
+            _ = try await connect(to: server)
+        }
+        await server.stop()
+    }
+
     @Test func assemblesCountedFramesAndSkipsKeepalives() async throws {
         let server = try await ScriptedWebSocketServer.start(sending: [
             Self.hello, "0", "3", #"{"t":"d","d":{"a":"d","#, #""b":{"p":"a","d""#, #":2}}}"#, "0", Self.push,
