@@ -46,11 +46,9 @@ struct Chaos: AsyncParsableCommand {
     func run() async throws {
         let console = Console(json: json)
         console.line(MachineInfo.current().describe)
-        let binary =
-            try serverBinary
-            ?? ChildProcess.locate("canopy-server", preferring: [ChildProcess.ownFolder].compactMap { $0 })
         let (servers, root) = try await ClusterNodes.start(
-            count: nodes, binary: binary, store: store, firstPort: port, leaseSeconds: leaseDuration, prefix: "chaos")
+            count: nodes, binary: serverBinary, store: store, firstPort: port, leaseSeconds: leaseDuration,
+            prefix: "chaos")
         console.line("started \(nodes) nodes on ports \(port)–\(port + nodes - 1) over \(store); seed \(seed)")
         // A paused node accepts connections and never answers: the writer gives up on it after 1 s.
         let writer = ClusterWriter(ports: servers.map(\.port), namespace: "chaos", requestTimeout: .seconds(1))

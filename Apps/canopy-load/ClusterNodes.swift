@@ -5,9 +5,13 @@ import Foundation
 enum ClusterNodes {
     /// Starts `count` nodes named `<prefix>-node1`, … on ports `firstPort`, `firstPort + 1`, …,
     /// with their data folders under a new temporary folder; returns them and that folder.
+    /// `binary` defaults to the canopy-server beside canopy-load, then on PATH.
     static func start(
-        count: Int, binary: String, store: String, firstPort: Int, leaseSeconds: Double, prefix: String
+        count: Int, binary: String?, store: String, firstPort: Int, leaseSeconds: Double, prefix: String
     ) async throws -> (nodes: [LaunchedServer], folder: String) {
+        let binary =
+            try binary
+            ?? ChildProcess.locate("canopy-server", preferring: [ChildProcess.ownFolder].compactMap { $0 })
         let root = FileManager.default.temporaryDirectory.appendingPathComponent(
             "canopy-\(prefix)-\(ProcessInfo.processInfo.processIdentifier)"
         ).path

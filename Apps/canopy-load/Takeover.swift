@@ -44,11 +44,8 @@ struct Takeover: AsyncParsableCommand {
     func run() async throws {
         let console = Console(json: json)
         console.line(MachineInfo.current().describe)
-        let binary =
-            try serverBinary
-            ?? ChildProcess.locate("canopy-server", preferring: [ChildProcess.ownFolder].compactMap { $0 })
         let (servers, root) = try await ClusterNodes.start(
-            count: nodes, binary: binary, store: store, firstPort: port, leaseSeconds: leaseDuration,
+            count: nodes, binary: serverBinary, store: store, firstPort: port, leaseSeconds: leaseDuration,
             prefix: "takeover")
         console.line("started \(nodes) nodes on ports \(port)–\(port + nodes - 1) over \(store)")
         let writer = ClusterWriter(ports: servers.map(\.port))

@@ -217,17 +217,11 @@ public final class PostgresServerStore: ServerStore {
         } catch {
             throw PostgresStorage.failure(operation, error)
         }
-        var stored: [StoredDisconnect] = []
-        for (session, text) in rows {
-            guard let operations = try? JSONValue(parsing: text) else {
-                storage.logger.error(
-                    "skipped unreadable onDisconnect operations",
-                    metadata: ["namespace": "\(namespace)", "session": "\(session)"])
-                continue
-            }
-            stored.append(StoredDisconnect(session: session, operations: operations))
+        // Text that does not parse is handed over as `null`: the server logs it and removes the row,
+        // rather than meeting it again at every open.
+        return rows.map { session, text in
+            StoredDisconnect(session: session, operations: (try? JSONValue(parsing: text)) ?? .null)
         }
-        return stored
     }
 
     /// `operations` reordered so that `canopy_commit` applies them a run at a time: within each

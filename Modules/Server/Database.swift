@@ -436,6 +436,9 @@ actor Database {
     /// together, and with them the removal of the operations stored for `session` (when the store
     /// keeps them), so that they run exactly once even if the process dies meanwhile.
     func runDisconnectWrites(_ operations: [DisconnectOperation], as caller: Caller, session: String? = nil) {
+        // A namespace another process took over writes nothing: the stored operations are left
+        // for that process, which runs them when it opens the namespace.
+        if steppedDown && keepsDisconnectOperations { return }
         let logger = logger
         let writes: [DatabaseWrite] = operations.map { operation in
             let reply: @Sendable (WriteOutcome) -> Void = { outcome in
@@ -452,9 +455,6 @@ actor Database {
                 }
             }
         }
-        // A namespace another process took over writes nothing: the stored operations are left
-        // for that process, which runs them when it opens the namespace.
-        if steppedDown && keepsDisconnectOperations { return }
         let removal: [DisconnectChange] =
             if keepsDisconnectOperations, let session { [.remove(session: session)] } else { [] }
         perform(writes, disconnects: removal)

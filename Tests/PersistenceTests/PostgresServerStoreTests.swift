@@ -177,6 +177,13 @@ import Tree
                     try await Self.blocking { try new.commit([ran], disconnects: [.remove(session: "ada")]) }
                     #expect(try await Self.blocking { try new.storedDisconnects() } == [])
                     #expect(try await cluster.psql("SELECT count(*) FROM canopy_disconnect") == "1")
+
+                    // A row that does not parse comes back as null, for the server to drop.
+                    try await cluster.psql(
+                        "INSERT INTO canopy_disconnect (ns, session, operations) VALUES ('presence', 'cy', '{oops')")
+                    #expect(
+                        try await Self.blocking { try new.storedDisconnects() }
+                            == [StoredDisconnect(session: "cy", operations: .null)])
                 }
             }
         }
