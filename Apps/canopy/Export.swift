@@ -18,7 +18,9 @@ struct Export: AsyncParsableCommand {
             order, array-like objects as arrays), followed by a newline; it is not a snapshot if the data \
             changes meanwhile. Priorities are not included.
 
-            On a terminal, stderr shows the progress: bytes and rate.
+            On a terminal, stderr shows the progress: bytes and rate; and when the location's children fit \
+            in one listing page (up to 1,000), how many are written, with the time left estimated from \
+            that (as if they were of one size).
 
             Examples:
               canopy export / > backup.json

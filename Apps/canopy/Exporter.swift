@@ -17,6 +17,10 @@ import Tree
 /// The text is what a plain `GET` of the path answers, byte for byte when the data does not
 /// change meanwhile: members in key order, objects whose keys are `0`…`n` with more than half
 /// present as arrays (found by a pass over their keys).
+///
+/// The size of the whole is not known ahead, so progress is bytes; but when the exported
+/// location's children all came in the first listing page, their number is known, and progress
+/// also counts the children written (which gives a time left, taking them to be of one size).
 final class Exporter {
     private let rest: RESTClient
     private let output: OutputFile
@@ -37,15 +41,24 @@ final class Exporter {
 
     /// Writes the value at `path`.
     func export(_ path: Path) async throws(CLIError) {
+        try await export(path, countsChildren: true)
+    }
+
+    /// Writes the value at `path`; with `countsChildren`, tells the progress how many children
+    /// there are and how many are written, when they fit in one listing page.
+    private func export(_ path: Path, countsChildren: Bool) async throws(CLIError) {
         guard var page = try await list(path, after: nil), let firstKey = page.keys.first else {
             return try await stream(path)
         }
+        // Keys in more than one page: their number is not known before the last one.
+        let counted = countsChildren && !page.isFull
+        if counted { progress.expect(parts: page.keys.count, named: "children") }
         let isArray = Self.arrayIndex(firstKey) != nil ? try await isArrayLike(path, firstPage: page) : false
         var members = MemberWriter(isArray: isArray)
         var sizes = ChildSizes()
         try output.write(isArray ? "[" : "{")
         while true {
-            try await writeChildren(page.keys, at: path, members: &members, sizes: &sizes)
+            try await writeChildren(page.keys, at: path, members: &members, sizes: &sizes, counted: counted)
             guard page.isFull, let last = page.keys.last, let next = try await list(path, after: last) else { break }
             page = next
         }
@@ -53,9 +66,10 @@ final class Exporter {
         progress.update(output.count)
     }
 
-    /// Writes the children `keys` (consecutive in key order) of the object at `path`.
+    /// Writes the children `keys` (consecutive in key order) of the object at `path`; `counted`
+    /// when they are all its children and progress counts them.
     private func writeChildren(
-        _ keys: [String], at path: Path, members: inout MemberWriter, sizes: inout ChildSizes
+        _ keys: [String], at path: Path, members: inout MemberWriter, sizes: inout ChildSizes, counted: Bool
     ) async throws(CLIError) {
         var index = 0
         while index < keys.count {
@@ -64,8 +78,9 @@ final class Exporter {
                 if let answer = try await fetchRange(path, from: keys[index], to: keys[index + count - 1]) {
                     try writeMembers(of: answer, members: &members)
                     sizes.record(bytes: answer.readableBytes, children: count)
-                    progress.update(output.count)
                     index += count
+                    if counted { progress.completed(parts: index) }
+                    progress.update(output.count)
                     continue
                 }
                 sizes.overflowed(count)
@@ -73,11 +88,12 @@ final class Exporter {
             }
             let before = output.count
             try members.begin(keys[index], output: output)
-            try await export(path.child(ChildKey(keys[index])))
+            try await export(path.child(ChildKey(keys[index])), countsChildren: false)
             // A child of unknown size measures its siblings; one too big for the budget does not.
             if count == 0 { sizes.record(bytes: output.count - before, children: 1) }
-            progress.update(output.count)
             index += 1
+            if counted { progress.completed(parts: index) }
+            progress.update(output.count)
         }
     }
 

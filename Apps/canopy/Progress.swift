@@ -9,6 +9,10 @@ import Darwin
 /// A progress line on stderr, redrawn at most ten times a second: bytes, rate and, when the
 /// total is known, a bar, the percentage and the time left. Silent when stderr is not a
 /// terminal, so logs and pipes get no escape codes.
+///
+/// When the total in bytes is not known but the work is a known number of parts (an export's
+/// top-level children), the bar, percentage and time left follow the parts done instead: an
+/// estimate that takes the parts to be of the same size.
 final class Progress {
     private let label: String
     private let total: Int?
@@ -16,6 +20,8 @@ final class Progress {
     private let started = ContinuousClock.now
     private var lastDrawn: ContinuousClock.Instant?
     private(set) var done = 0
+    /// The parts of the work, when their number is known (see ``expect(parts:named:)``).
+    private var parts: (done: Int, total: Int, name: String)?
 
     init(_ label: String, total: Int?, enabled: Bool = isatty(STDERR_FILENO) == 1) {
         self.label = label
@@ -27,6 +33,18 @@ final class Progress {
     var elapsed: Double {
         let (seconds, attoseconds) = (ContinuousClock.now - started).components
         return Double(seconds) + Double(attoseconds) / 1e18
+    }
+
+    /// Says that the work is `total` parts, such as `children`, without a total in bytes: the
+    /// fraction done is then the parts done (see ``completed(parts:)``) over `total`.
+    func expect(parts total: Int, named name: String) {
+        parts = (0, total, name)
+    }
+
+    /// Records that `done` parts are done (when ``expect(parts:named:)`` was called); drawn with
+    /// the next ``update(_:)``.
+    func completed(parts done: Int) {
+        parts?.done = done
     }
 
     /// Records that `done` bytes are done, redrawing if the last drawing is old enough.
@@ -53,20 +71,26 @@ final class Progress {
 
     private func draw() {
         var line = "\(label)  \(ByteCount(done))"
+        let fraction: Double?
         if let total, total > 0 {
-            let fraction = min(1, Double(done) / Double(total))
+            line += " / \(ByteCount(total))"
+            fraction = min(1, Double(done) / Double(total))
+        } else if let parts, parts.total > 0 {
+            line += "  \(parts.done) / \(parts.total) \(parts.name)"
+            fraction = min(1, Double(parts.done) / Double(parts.total))
+        } else {
+            fraction = nil
+        }
+        if let fraction {
             let width = 24
             let filled = Int(fraction * Double(width))
-            line += " / \(ByteCount(total))  [" + String(repeating: "#", count: filled)
+            line += "  [" + String(repeating: "#", count: filled)
             line += String(repeating: " ", count: width - filled) + "] " + String(format: "%3.0f%%", fraction * 100)
-            line += "  \(rate)"
+        }
+        line += "  \(rate)"
+        if let fraction, fraction > 0, fraction < 1 {
             let seconds = elapsed
-            if done > 0, fraction < 1 {
-                let left = seconds / fraction - seconds
-                line += "  ETA " + Self.duration(left)
-            }
-        } else {
-            line += "  \(rate)"
+            line += "  ETA " + Self.duration(seconds / fraction - seconds)
         }
         var text = "\r\u{1B}[2K" + line
         text.withUTF8 { bytes in _ = write(STDERR_FILENO, bytes.baseAddress, bytes.count) }

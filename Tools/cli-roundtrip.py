@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""A large `canopy import` / `canopy export` round trip, compared byte for byte.
+
+Generates a JSON document of about SIZE_MB megabytes, written exactly as canopy-server writes JSON
+(compact, members in key order, arrays for 0..n keys, a final newline), so that the export of what was imported
+must be the same bytes. Starts canopy-server on a free port with its data in a temporary folder,
+imports the file with `canopy import`, exports it again with `canopy export`, and samples each
+`canopy` process's memory from /proc every 10 ms: the peak resident set (VmHWM) and the peak of
+its anonymous part (RssAnon), which is what a streaming import or export must keep flat. Then
+compares the two files with `cmp`.
+
+    Tools/cli-roundtrip.py [SIZE_MB] [--bin DIR] [--keep]
+
+Release builds first (DIR defaults to .build-release/release):
+    swift build -c release --scratch-path .build-release --product canopy-server
+    swift build -c release --scratch-path .build-release --product canopy
+Needs free disk space for about three times SIZE_MB (the file, its export, the server's SQLite
+file) and memory for the server, which holds the whole tree.
+"""
+
+import argparse
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+RECORDS_PER_GROUP = 1000
+RECORD_TEXT = 4000
+BIG_STRINGS = 5
+BIG_STRING_BYTES = 2_000_000
+LIST_LENGTH = 2000
+
+
+def say(message):
+    print(f"cli-roundtrip: {message}", file=sys.stderr, flush=True)
+
+
+def record(group, index):
+    # Keys in the server's order (none of them looks like an integer): n < name < ok < text.
+    text = chr(ord("a") + (group + index) % 26) * RECORD_TEXT
+    return f'{{"n":{group * 100_003 + index},"name":"record {group}-{index}","ok":{str(index % 2 == 0).lower()},"text":"{text}"}}'
+
+
+def generate(path, size_mb):
+    """Writes the document and returns its size in bytes."""
+    target = size_mb * 1_000_000
+    fixed = BIG_STRINGS * BIG_STRING_BYTES + LIST_LENGTH * 40
+    groups = max(1, round((target - fixed) / (RECORDS_PER_GROUP * (RECORD_TEXT + 75))))
+    started = time.monotonic()
+    with open(path, "w", encoding="ascii") as out:
+        out.write('{"big":{')
+        out.write(",".join(f'"b{i}":"{chr(ord("A") + i) * BIG_STRING_BYTES}"' for i in range(BIG_STRINGS)))
+        out.write('},"groups":{')
+        for group in range(groups):
+            if group:
+                out.write(",")
+            out.write(f'"g{group:05d}":{{')
+            out.write(",".join(f'"r{i:05d}":{record(group, i)}' for i in range(RECORDS_PER_GROUP)))
+            out.write("}")
+            if group % 20 == 19:
+                say(f"generating: {out.tell() / 1e6:.0f} of about {size_mb} MB")
+        out.write('},"list":[')
+        out.write(",".join(f'{{"i":{i},"v":"item {i}"}}' for i in range(LIST_LENGTH)))
+        out.write("]}\n")
+    size = os.path.getsize(path)
+    say(f"generated {size / 1e6:.1f} MB ({groups} groups of {RECORDS_PER_GROUP} records) in {time.monotonic() - started:.1f} s")
+    return size
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def memory_kb(pid):
+    """(VmHWM, RssAnon) of a process in kB, or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            fields = dict(line.split(":", 1) for line in status if ":" in line)
+        return int(fields["VmHWM"].split()[0]), int(fields["RssAnon"].split()[0])
+    except (FileNotFoundError, KeyError, ProcessLookupError):
+        return None
+
+
+def run_sampled(arguments, stdout):
+    """Runs `canopy` and returns (seconds, peak VmHWM kB, peak RssAnon kB)."""
+    started = time.monotonic()
+    process = subprocess.Popen(arguments, stdout=stdout, stderr=subprocess.PIPE)
+    peaks = [0, 0]
+
+    def sample():
+        while process.poll() is None:
+            figures = memory_kb(process.pid)
+            if figures:
+                peaks[0] = max(peaks[0], figures[0])
+                peaks[1] = max(peaks[1], figures[1])
+            time.sleep(0.01)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    _, errors = process.communicate()
+    sampler.join()
+    seconds = time.monotonic() - started
+    if process.returncode != 0:
+        sys.exit(f"cli-roundtrip: {' '.join(arguments[1:3])} failed ({process.returncode}): {errors.decode().strip()}")
+    return seconds, peaks[0], peaks[1]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("size_mb", nargs="?", type=int, default=1000)
+    parser.add_argument("--bin", default=".build-release/release")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    options = parser.parse_args()
+    os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    server_binary = os.path.join(options.bin, "canopy-server")
+    cli = os.path.join(options.bin, "canopy")
+    for binary in (server_binary, cli):
+        if not os.access(binary, os.X_OK):
+            sys.exit(f"cli-roundtrip: {binary} is missing; build it first (see --help)")
+
+    folder = tempfile.mkdtemp(prefix="canopy-roundtrip-")
+    server = None
+    try:
+        source = os.path.join(folder, "source.json")
+        exported = os.path.join(folder, "export.json")
+        size = generate(source, options.size_mb)
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        server = subprocess.Popen(
+            [server_binary, "--port", str(port), "--data", os.path.join(folder, "data"), "--log-level", "error"])
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(f"{url}/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.05)
+        else:
+            sys.exit("cli-roundtrip: canopy-server did not answer /health")
+
+        say(f"importing into {url}/roundtrip")
+        seconds, hwm, anon = run_sampled([cli, "import", "roundtrip", source, "--url", url], subprocess.DEVNULL)
+        say(f"import: {seconds:.1f} s ({size / 1e6 / seconds:.1f} MB/s), peak RSS {hwm / 1024:.0f} MB, peak anonymous {anon / 1024:.0f} MB")
+        imported = (seconds, hwm, anon)
+
+        say("exporting")
+        with open(exported, "wb") as out:
+            seconds, hwm, anon = run_sampled([cli, "export", "roundtrip", "--url", url], out)
+        say(f"export: {seconds:.1f} s ({size / 1e6 / seconds:.1f} MB/s), peak RSS {hwm / 1024:.0f} MB, peak anonymous {anon / 1024:.0f} MB")
+        server_memory = memory_kb(server.pid)
+
+        same = subprocess.run(["cmp", source, exported]).returncode == 0
+        print(f"file: {size / 1e6:.1f} MB; export {os.path.getsize(exported) / 1e6:.1f} MB, "
+              f"{'byte-identical' if same else 'DIFFERENT'}")
+        print(f"import: {imported[0]:.1f} s, peak RSS {imported[1] / 1024:.0f} MB, peak anonymous {imported[2] / 1024:.0f} MB")
+        print(f"export: {seconds:.1f} s, peak RSS {hwm / 1024:.0f} MB, peak anonymous {anon / 1024:.0f} MB")
+        if server_memory:
+            print(f"server: peak RSS {server_memory[0] / 1024:.0f} MB (it holds the whole tree)")
+        return 0 if same else 1
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait()
+        if options.keep:
+            say(f"kept {folder}")
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
