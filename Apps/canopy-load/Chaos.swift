@@ -64,7 +64,7 @@ struct Chaos: AsyncParsableCommand {
         writing.cancel()
         await writing.value
         // Every node back before the read: a paused one is resumed, a stopped one started.
-        for server in servers where server.pid == 0 { try? await server.start() }
+        for server in servers where server.pid == 0 { _ = try? await server.start() }
         report.acknowledgedWrites = writer.acknowledged
         report.lostAcknowledgedWrites = try await writer.missing()
         await writer.shutdown()
