@@ -120,7 +120,7 @@ else
     writes_args=(--connections 100 --pipeline 32 --duration 10)
     fanout_args=(--listeners 1000 --rate 300 --duration 5)
     saturated_args=(--listeners 1000 --rate 1000 --duration 3)
-    storm_args=(--clients 1000 --rounds 2 --timeout 120)
+    storm_args=(--clients 10000 --rounds 2 --timeout 120)
     idle_args=(--connections 1000)
     wide_args=(--listeners 10000 --rate 20 --duration 10)
     slow_args=(--duration 20)
