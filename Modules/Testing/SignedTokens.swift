@@ -3,8 +3,9 @@ import JWTKit
 public import Tree
 
 /// ID tokens for tests, shaped like Firebase's: HS256 tokens signed with ``secret`` (give a test
-/// server `authentication.sharedSecret = SignedTokens.secret`) and the unsigned tokens the
-/// Firebase SDKs make for the emulator.
+/// server `authentication.sharedSecret = SignedTokens.secret`), ES256 tokens whose public key is in
+/// ``keySet`` (a server's `--jwks-file`), and the unsigned tokens the Firebase SDKs make for the
+/// emulator.
 ///
 /// ```swift
 /// let token = try await SignedTokens.token(uid: "ada")
@@ -16,11 +17,50 @@ public enum SignedTokens {
     /// An admin secret for test servers (`authentication.adminSecret`).
     public static let adminSecret = "canopy-end-to-end-admin-secret"
 
+    /// The key id of the ES256 key of ``keySetToken(uid:lifetime:claims:)``.
+    public static let keyID = "canopy-end-to-end-ec"
+
+    /// Made once per test process; only ``keySet`` shows its public half.
+    private static let ecKey = ES256PrivateKey()
+
     /// A token for `uid` expiring `lifetime` seconds from now (negative: already expired), with
-    /// `claims` added.
+    /// `claims` added, signed (HS256) with `secret`.
     public static func token(
+        uid: String, lifetime: TimeInterval = 3600, claims: [String: JSONValue] = [:],
+        secret: String = SignedTokens.secret
+    ) async throws -> String {
+        let keys = await JWTKeyCollection().add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
+        return try await keys.sign(payload(uid: uid, lifetime: lifetime, claims: claims))
+    }
+
+    /// As ``token(uid:lifetime:claims:secret:)``, signed (ES256, key id ``keyID``) with the key whose
+    /// public half is in ``keySet``.
+    public static func keySetToken(
         uid: String, lifetime: TimeInterval = 3600, claims: [String: JSONValue] = [:]
     ) async throws -> String {
+        let kid = JWKIdentifier(string: keyID)
+        let keys = await JWTKeyCollection().add(ecdsa: ecKey, kid: kid)
+        return try await keys.sign(payload(uid: uid, lifetime: lifetime, claims: claims), kid: kid)
+    }
+
+    /// A JWKS document holding the public key of ``keySetToken(uid:lifetime:claims:)``, for a
+    /// server's `--jwks-file`.
+    public static var keySet: String {
+        get throws {
+            guard let (x, y) = ecKey.publicKey.parameters else { throw KeySetError.noPublicKeyParameters }
+            let key: JSONValue = [
+                "kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig", "kid": .string(keyID),
+                "x": .string(x), "y": .string(y),
+            ]
+            return JSONValue.object(["keys": [key]]).serialized()
+        }
+    }
+
+    private enum KeySetError: Error {
+        case noPublicKeyParameters
+    }
+
+    private static func payload(uid: String, lifetime: TimeInterval, claims: [String: JSONValue]) -> Claims {
         let now = Date().timeIntervalSince1970
         var payload: [String: JSONValue] = [
             "sub": .string(uid), "user_id": .string(uid), "iat": .number(now.rounded(.down) - 10),
@@ -28,8 +68,7 @@ public enum SignedTokens {
             "firebase": ["sign_in_provider": "password"],
         ]
         payload.merge(claims) { _, new in new }
-        let keys = await JWTKeyCollection().add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
-        return try await keys.sign(Claims(payload: .object(payload)))
+        return Claims(payload: .object(payload))
     }
 
     /// An unsigned token (`alg: none`), as the Firebase SDKs make for the emulator.

@@ -91,6 +91,36 @@ struct SecurityRulesTests {
         }
     }
 
+    /// `?auth=`, `?access_token=` and `Authorization: Bearer` each make a request act as the token's
+    /// user: it reads and writes what the rules let that user, and nothing else.
+    @Test func everyWayOfGivingATokenActsAsItsUser() async throws {
+        try await Self.withSecuredServer { server in
+            try await Self.admin(server, .PUT, "/users.json", #"{"ada": {"name": "Ada"}, "bob": {"name": "Bob"}}"#)
+            let ada = try await SignedTokens.token(uid: "ada")
+            let admin = [("Authorization", "Bearer \(SignedTokens.adminSecret)")]
+            let ways: [(name: String, query: String, headers: [(String, String)])] = [
+                ("auth", "?auth=\(ada)", []),
+                ("access_token", "?access_token=\(ada)", []),
+                ("bearer", "", [("Authorization", "Bearer \(ada)")]),
+            ]
+            for way in ways {
+                let read = try await server.http(.GET, "/users/ada/name.json\(way.query)", headers: way.headers)
+                #expect(read.status == 200 && read.json == "Ada", "\(way.name): \(read.body)")
+                let write = try await server.http(
+                    .PUT, "/users/ada/via.json\(way.query)", headers: way.headers, body: #""\#(way.name)""#)
+                #expect(write.status == 200, "\(way.name): \(write.body)")
+                let written = try await server.http(.GET, "/users/ada/via.json", headers: admin)
+                #expect(written.json == .string(way.name))
+                // The same request as bob's data: refused.
+                #expect(try await server.http(.GET, "/users/bob.json\(way.query)", headers: way.headers).status == 401)
+                let other = try await server.http(
+                    .PUT, "/users/bob/via.json\(way.query)", headers: way.headers, body: #""\#(way.name)""#)
+                #expect(other.status == 401, "\(way.name)")
+            }
+            #expect(try await server.http(.GET, "/users/bob.json", headers: admin).json == ["name": "Bob"])
+        }
+    }
+
     @Test func badCredentialsGetAClearErrorAndNoAccess() async throws {
         try await Self.withSecuredServer { server in
             let valid = try await SignedTokens.token(uid: "ada")

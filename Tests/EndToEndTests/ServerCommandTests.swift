@@ -2,6 +2,7 @@ import CanopyServer
 import CanopyTesting
 import Foundation
 import Testing
+import Tree
 
 #if canImport(Glibc)
 import Glibc
@@ -103,4 +104,162 @@ struct ServerCommandTests {
         #expect(status != 0)
         #expect(output.contains("CANOPY_FSYNC must be true or false"), "output:\n\(output)")
     }
+
+    // MARK: Rules and credentials
+
+    @Test func rulesAuthSecretAndAdminSecretFromTheirOptions() async throws {
+        try await Self.withSecuredProcess { folder in
+            (
+                [
+                    "--rules", folder + "/rules.json", "--auth-secret", SignedTokens.secret,
+                    "--admin-secret", SignedTokens.adminSecret,
+                ], [:]
+            )
+        } _: { server in
+            try await Self.expectSecured(server)
+        }
+    }
+
+    @Test func rulesAuthSecretAndAdminSecretFromTheEnvironment() async throws {
+        try await Self.withSecuredProcess { folder in
+            (
+                [],
+                [
+                    "CANOPY_RULES": folder + "/rules.json", "CANOPY_AUTH_SECRET": SignedTokens.secret,
+                    "CANOPY_ADMIN_SECRET": SignedTokens.adminSecret,
+                ]
+            )
+        } _: { server in
+            try await Self.expectSecured(server)
+        }
+    }
+
+    /// `--auth-issuer` and `--auth-audience` refuse tokens naming another (HS256 and ES256 alike),
+    /// `--jwks-file` gives the ES256 key, `--auth-clock-skew` widens the expiry.
+    @Test func issuerAudienceKeySetAndClockSkewFromTheirOptions() async throws {
+        let issuer = "https://securetoken.google.com/canopy-e2e"
+        let audience = "canopy-e2e"
+        try await Self.withSecuredProcess { folder in
+            (
+                [
+                    "--rules", folder + "/rules.json", "--auth-secret", SignedTokens.secret,
+                    "--jwks-file", folder + "/keys.jwks.json", "--auth-issuer", issuer, "--auth-audience", audience,
+                    "--auth-clock-skew", "3600",
+                ], [:]
+            )
+        } _: { server in
+            let project: [String: JSONValue] = ["iss": .string(issuer), "aud": .string(audience)]
+            let signedWithSecret = try await SignedTokens.token(uid: "ada", claims: project)
+            let signedWithKey = try await SignedTokens.keySetToken(uid: "ada", claims: project)
+            for token in [signedWithSecret, signedWithKey] {
+                let write = try await Self.http(server, .PUT, "/users/ada/name.json?auth=\(token)", body: #""Ada""#)
+                #expect(write.status == 200, "\(write.body)")
+                #expect(try await Self.http(server, .GET, "/users/ada/name.json?auth=\(token)").json == "Ada")
+            }
+            // Expired half an hour ago: within the skew of an hour (the default minute refuses it).
+            let stale = try await SignedTokens.token(uid: "ada", lifetime: -1800, claims: project)
+            #expect(try await Self.http(server, .GET, "/users/ada/name.json?auth=\(stale)").json == "Ada")
+
+            let wrongIssuer = project.merging(["iss": "https://securetoken.google.com/other"]) { $1 }
+            let wrongAudience = project.merging(["aud": "other"]) { $1 }
+            let refused: [(String, String, String)] = [
+                ("wrong iss", try await SignedTokens.token(uid: "ada", claims: wrongIssuer), "issuer"),
+                ("wrong aud", try await SignedTokens.token(uid: "ada", claims: wrongAudience), "audience"),
+                ("no iss or aud", try await SignedTokens.token(uid: "ada"), "issuer"),
+                ("wrong iss, ES256", try await SignedTokens.keySetToken(uid: "ada", claims: wrongIssuer), "issuer"),
+                ("wrong aud, ES256", try await SignedTokens.keySetToken(uid: "ada", claims: wrongAudience), "audience"),
+            ]
+            for (name, token, reason) in refused {
+                let response = try await Self.http(server, .GET, "/users/ada/name.json?auth=\(token)")
+                let message = response.json?["error"]?.stringValue ?? ""
+                #expect(response.status == 401 && message.contains(reason), "\(name): \(response.body)")
+            }
+        }
+    }
+
+    /// `owner` is the admin and the SDKs' unsigned tokens are accepted only with `--emulator`
+    /// (``expectSecured(_:)`` checks `owner` is refused without it).
+    @Test func ownerAndUnsignedTokensWithEmulator() async throws {
+        try await Self.withSecuredProcess { folder in
+            (["--rules", folder + "/rules.json", "--emulator"], [:])
+        } _: { server in
+            let owner = [("Authorization", "Bearer owner")]
+            #expect(try await Self.http(server, .GET, "/users.json").status == 401, "the rules apply")
+            let write = try await Self.http(server, .PUT, "/users/ada/name.json", headers: owner, body: #""Ada""#)
+            #expect(write.status == 200, "\(write.body)")
+            #expect(try await Self.http(server, .GET, "/users.json", headers: owner).json == ["ada": ["name": "Ada"]])
+            let mock = SignedTokens.unsigned(uid: "ada")
+            #expect(try await Self.http(server, .GET, "/users/ada/name.json?auth=\(mock)").json == "Ada")
+            #expect(try await Self.http(server, .GET, "/users.json?auth=\(mock)").status == 401)
+        }
+    }
+
+    /// Starts the binary with the arguments and environment variables `options` gives for a folder
+    /// holding `rules.json` (``SecurityRulesTests/rules``) and `keys.jwks.json`
+    /// (``SignedTokens/keySet``), runs `body`, and stops it.
+    static func withSecuredProcess(
+        _ options: (_ folder: String) -> (arguments: [String], environment: [String: String]),
+        _ body: (ServerProcess) async throws -> Void
+    ) async throws {
+        let executable = try #require(serverExecutable)
+        let folder = try TestServer.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try SecurityRulesTests.rules.write(toFile: folder + "/rules.json", atomically: true, encoding: .utf8)
+        try SignedTokens.keySet.write(toFile: folder + "/keys.jwks.json", atomically: true, encoding: .utf8)
+        let (arguments, environment) = options(folder)
+        let server = try await ServerProcess.start(
+            executable: executable, dataDirectory: folder + "/data", arguments: arguments, environment: environment)
+        do {
+            try await body(server)
+        } catch {
+            await server.terminate()
+            throw error
+        }
+        await server.terminate()
+    }
+
+    static func http(
+        _ server: ServerProcess, _ method: TestHTTPMethod, _ target: String, headers: [(String, String)] = [],
+        body: String? = nil
+    ) async throws -> TestHTTPResponse {
+        try await TestServer.http(baseURL: server.baseURL, method, target, headers: headers, body: body)
+    }
+
+    /// What a server with ``SecurityRulesTests/rules``, HS256 tokens of ``SignedTokens/secret``, the
+    /// admin secret ``SignedTokens/adminSecret`` and nothing else allows and refuses.
+    static func expectSecured(_ server: ServerProcess) async throws {
+        // The admin secret, as ?auth= or as a bearer token, is not held to the rules.
+        let admin = SignedTokens.adminSecret
+        let seeded = try await http(server, .PUT, "/users.json?auth=\(admin)", body: #"{"ada": {"name": "Ada"}}"#)
+        #expect(seeded.status == 200, "\(seeded.body)")
+        let all = try await http(server, .GET, "/users.json", headers: [("Authorization", "Bearer \(admin)")])
+        #expect(all.status == 200 && all.json == ["ada": ["name": "Ada"]], "\(all.body)")
+        #expect(try await http(server, .GET, "/users.json").status == 401, "the rules apply")
+
+        // A token signed with the secret acts as its user, held to the rules.
+        let ada = try await SignedTokens.token(uid: "ada")
+        #expect(try await http(server, .GET, "/users/ada.json?auth=\(ada)").json == ["name": "Ada"])
+        #expect(try await http(server, .PUT, "/users/ada/age.json?auth=\(ada)", body: "36").status == 200)
+        #expect(try await http(server, .GET, "/users.json?auth=\(ada)").status == 401)
+        #expect(try await http(server, .PUT, "/users/bob/name.json?auth=\(ada)", body: #""Bob""#).status == 401)
+
+        // Refused credentials, each with its reason: another secret's signature, an expiry past the
+        // default minute of skew, `owner` outside emulator mode, an unsigned token.
+        let refused: [(String, String, String)] = [
+            ("another secret", try await SignedTokens.token(uid: "ada", secret: otherSecret), "signature"),
+            ("expired", try await SignedTokens.token(uid: "ada", lifetime: -1800), "expired"),
+            ("owner", "owner", "malformed"),
+            ("unsigned", SignedTokens.unsigned(uid: "ada"), "emulator"),
+        ]
+        for (name, token, reason) in refused {
+            let response = try await http(
+                server, .GET, "/users/ada.json", headers: [("Authorization", "Bearer \(token)")])
+            let message = response.json?["error"]?.stringValue ?? ""
+            #expect(response.status == 401 && message.contains(reason), "\(name): \(response.body)")
+        }
+        #expect(try await http(server, .GET, "/users/ada.json?auth=\(admin)").json == ["name": "Ada", "age": 36])
+    }
+
+    /// An HS256 secret the servers here do not know, as long as theirs.
+    static let otherSecret = "not-the-canopy-end-to-end-shared-secret-0123"
 }
