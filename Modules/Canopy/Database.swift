@@ -299,7 +299,7 @@ public final class Database: Sendable {
     /// on the device for the next run. While the server has not accepted it (it is being checked,
     /// or it was refused, say expired while the device was offline), writes wait: they are neither
     /// sent nor failed, and go out in order once a token is accepted. Watch ``observeAuthState(_:)``
-    /// to know when to supply a new one.
+    /// to know when to supply a new one, and ``AuthState/refusal`` to know why it was refused.
     ///
     /// ```swift
     /// database.observeAuthState { state in
@@ -312,8 +312,9 @@ public final class Database: Sendable {
     /// Gets tokens from `provider` (`nil` stops): it is called at once, on every connection (a
     /// token it returns that differs from the one in use replaces it), and with `forceRefresh` set
     /// when the server refuses the token as expired or revokes it (`ac`). Return `nil` to sign out.
-    /// If it throws, ``authState`` becomes `.refused` with status `token_provider_failed`, and writes
-    /// wait as they do for a refused token.
+    /// If it throws, ``authState`` becomes `.refused` with status `token_provider_failed` (its
+    /// ``AuthState/refusal`` is ``AuthRefusal/tokenProviderFailed``) and the error's description as
+    /// the reason, and writes wait as they do for a refused token.
     ///
     /// ```swift
     /// database.setAuthTokenProvider { forceRefresh in

@@ -79,7 +79,7 @@ extension Repo {
         }
         switch accepted {
         case true?: rerunUnsentTransactions()
-        case false?: fetchProvidedToken(forceRefresh: status == "expired_token")
+        case false?: fetchProvidedToken(forceRefresh: AuthRefusal(status: status) == .expiredToken)
         case nil: break
         }
     }
@@ -108,7 +108,8 @@ extension Repo {
 
     /// Asks the provider for a token and uses it if it changed. With `forceRefresh` (the token in use
     /// was refused as expired or revoked) the same token is not sent again; a provider that fails
-    /// leaves the state ``AuthState/refused(status:reason:)`` with status `token_provider_failed`.
+    /// leaves the state ``AuthState/refused(status:reason:)`` with status `token_provider_failed`
+    /// (``AuthRefusal/tokenProviderFailed``) and the error's description as the reason.
     func fetchProvidedToken(forceRefresh: Bool) {
         let found = state.withLock { state -> (AuthTokenProvider, Int)? in
             guard let provider = state.auth.provider, !state.auth.fetching else { return nil }
@@ -131,7 +132,8 @@ extension Repo {
                     return token == state.auth.token ? .none : .some(token)
                 case .failure(let error):
                     logger.warning("the auth token provider failed", metadata: ["error": "\(error)"])
-                    setAuthState(.refused(status: "token_provider_failed", reason: "\(error)"), in: &state)
+                    let status = AuthRefusal.tokenProviderFailed.status
+                    setAuthState(.refused(status: status, reason: "\(error)"), in: &state)
                     return .none
                 }
             }

@@ -72,10 +72,10 @@ struct AuthTokenProviderTests {
             let states = Recorder<AuthState>()
             database.observeAuthState { states.record($0) }
             database.setAuthTokenProvider { _ in throw NoSession() }
-            let reported = await states.wait {
-                $0.contains { if case .refused("token_provider_failed", _) = $0 { true } else { false } }
-            }
+            let reported = await states.wait { $0.contains { $0.refusal == .tokenProviderFailed } }
             #expect(reported, "\(states.all)")
+            // The reason names the provider's error.
+            #expect(database.authState == .refused(status: "token_provider_failed", reason: "\(NoSession())"))
         }
     }
 }

@@ -76,6 +76,7 @@ struct AuthTokenTests {
             #expect(Self.credential(link, 1) == "token-1")
             Self.answer(link, 1, "expired_token", "auth token is expired")
             #expect(await states.wait { $0.last == "token refused (expired_token): auth token is expired" })
+            #expect(database.authState.refusal == .expiredToken)
             try await Task.sleep(for: .milliseconds(200))
             #expect(link.requests.count == 3, "the write waits: \(link.requests)")
             #expect(!write.isFinished, "neither sent nor failed")
@@ -126,7 +127,28 @@ struct AuthTokenTests {
             link.close()
         }
         #expect(database.authState == .refused(status: "invalid_token", reason: "bad signature"))
+        #expect(database.authState.refusal == .invalidToken)
         database.shutDown()
+    }
+
+    /// The server's status, typed: each known one has its case and spells back the same; any
+    /// other is kept as it came. Only a refused state has a refusal.
+    @Test func aRefusalIsTypedAndKeepsTheStatus() {
+        let known: [(String, AuthRefusal)] = [
+            ("invalid_token", .invalidToken), ("expired_token", .expiredToken),
+            ("permission_denied", .permissionDenied), ("token_provider_failed", .tokenProviderFailed),
+        ]
+        for (status, refusal) in known {
+            #expect(AuthRefusal(status: status) == refusal)
+            #expect(refusal.status == status)
+            #expect(AuthState.refused(status: status, reason: "why").refusal == refusal)
+        }
+        #expect(AuthRefusal(status: "quota_exceeded") == .other("quota_exceeded"))
+        #expect(AuthRefusal.other("quota_exceeded").status == "quota_exceeded")
+        #expect(AuthState.refused(status: "", reason: "").refusal == .other(""))
+        for state in [AuthState.signedOut, .authenticating, .authenticated] {
+            #expect(state.refusal == nil, "\(state)")
+        }
     }
 
     @Test func signingOutReleasesHeldWritesAndARevokedTokenHoldsNewOnes() async throws {
@@ -144,6 +166,8 @@ struct AuthTokenTests {
         // The server revokes the token: the next write waits.
         link.deliver(.authRevoked(status: "expired_token", reason: "expired"))
         #expect(await Recorder<Int>().wait(timeout: .seconds(2)) { _ in database.authState != .authenticated })
+        #expect(database.authState == .refused(status: "expired_token", reason: "expired"))
+        #expect(database.authState.refusal == .expiredToken)
         database.reference(withPath: "b").setValue(2) { _, _ in }
         try await Task.sleep(for: .milliseconds(100))
         #expect(link.requests == ["s ", "auth ", "p a"])
