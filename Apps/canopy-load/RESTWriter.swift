@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Foundation
 import NIOCore
 import NIOHTTP1
 
@@ -26,8 +27,9 @@ final class RESTWriter: Sendable {
 
     /// Puts `json` at `path` and waits for a 2xx answer; while the server cannot be reached (it is
     /// restarting) or does not answer, tries again until `deadline` (monotonic nanoseconds).
-    func put(_ path: String, json: String, until deadline: UInt64) async throws {
-        let url = "http://\(server)/\(path).json?ns=\(namespace)&print=silent"
+    /// `through` names another server (host:port) to send it to; redirects are followed.
+    func put(_ path: String, json: String, until deadline: UInt64, through: String? = nil) async throws {
+        let url = "http://\(through ?? server)/\(path).json?ns=\(namespace)&print=silent"
         var request = HTTPClientRequest(url: url)
         request.method = .PUT
         request.headers.add(name: "Content-Type", value: "application/json")
@@ -51,5 +53,52 @@ final class RESTWriter: Sendable {
                 try await Task.sleep(for: .milliseconds(5))
             }
         }
+    }
+
+    /// The port of the node serving the namespace, among nodes of one cluster on this host: the one
+    /// that answers a shallow read itself rather than redirecting it (a node that does not answer
+    /// is skipped).
+    func owner(amongPorts ports: [Int]) async throws -> Int {
+        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
+        configuration.timeout.connect = .milliseconds(250)
+        let probe = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        do {
+            let port = try await owner(amongPorts: ports, probe: probe)
+            try? await probe.shutdown()
+            return port
+        } catch {
+            try? await probe.shutdown()
+            throw error
+        }
+    }
+
+    private func owner(amongPorts ports: [Int], probe: HTTPClient) async throws -> Int {
+        let host = server.split(separator: ":").first.map(String.init) ?? "127.0.0.1"
+        var port = ports[0]
+        var tried = 0
+        while tried < 4 * ports.count {
+            tried += 1
+            do {
+                let response = try await probe.execute(
+                    HTTPClientRequest(url: "http://\(host):\(port)/.json?ns=\(namespace)&shallow=true"),
+                    timeout: .seconds(10))
+                _ = try? await response.body.collect(upTo: 1 << 20)
+                if response.status.code == 307,
+                    let owner = response.headers.first(name: "Location").flatMap(URLComponents.init(string:))?.port
+                {
+                    port = owner
+                    continue
+                }
+                guard response.status.code == 200 else {
+                    throw LoadError.httpFailed(url: "\(host):\(port)", reason: "status \(response.status.code)")
+                }
+                return port
+            } catch let error as LoadError {
+                throw error
+            } catch {
+                port = ports[(ports.firstIndex(of: port).map { $0 + 1 } ?? 0) % ports.count]
+            }
+        }
+        throw LoadError.check("no node of ports \(ports) says it serves namespace \(namespace)")
     }
 }

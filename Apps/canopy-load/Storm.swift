@@ -41,6 +41,15 @@ struct Storm: AsyncParsableCommand {
             SDK instances would, so the figures are the server's. With --sdk (and --restart) the \
             clients are real SDK Database instances instead, each with its own connection; they are \
             back when the write reaches them (the SDK does not show when a listen is answered).
+
+            With --nodes N (and --launch, --server-store, --sdk, --restart) the tool starts N \
+            canopy-server processes over that PostgreSQL database, on --server's port and the N - 1 \
+            after it, and configures the clients with the nodes in turn: those given a node that does \
+            not serve the namespace follow its redirect to the one that does. Each round stops \
+            whichever node serves the namespace (found by its redirects), makes the round's write through \
+            another node, which takes the namespace over, and then starts the stopped node again; the \
+            clients come back through the node they were configured with. The server CPU is then the \
+            nodes' together.
             """)
 
     enum RestartSignal: String, ExpressibleByArgument, CaseIterable {
@@ -60,6 +69,8 @@ struct Storm: AsyncParsableCommand {
     var sdk = false
     @Option(help: "Bytes of each client's own data.") var payload = 200
     @Option(help: "Storms to run one after the other.") var rounds = 1
+    @Option(help: "canopy-server processes over --server-store's database (see the discussion).") var nodes = 1
+    @Option(help: "With --nodes, the nodes' --lease-duration, in seconds.") var leaseDuration: Double = 5
     @Option(help: "Seconds each round may take before the clients not back are reported missing.")
     var timeout: Double = 60
     @Flag(help: "Print one JSON object with the figures on standard output (the other lines go to standard error).")
@@ -80,6 +91,16 @@ struct Storm: AsyncParsableCommand {
         if restart != nil, launchOptions.inMemory {
             throw ValidationError("--restart needs the server's data on disk (drop --in-memory)")
         }
+        if nodes > 1 {
+            guard sdk, restart != nil, launchOptions.serverStore != nil, launchOptions.data == nil else {
+                throw ValidationError(
+                    "--nodes needs --sdk, --restart, --launch and --server-store (the nodes' shared PostgreSQL "
+                        + "database), and no --data: raw clients do not follow redirects")
+            }
+        }
+        guard nodes >= 1, leaseDuration > 0 else {
+            throw ValidationError("--nodes and --lease-duration must be positive")
+        }
         _ = try options.endpoint()
     }
 
@@ -91,12 +112,13 @@ struct Storm: AsyncParsableCommand {
         let machine = MachineInfo.current()
         console.line(machine.describe)
         let endpoint = try options.endpoint()
-        let server = try await launchOptions.start(at: endpoint, console: console)
+        let servers = try await startServers(at: endpoint, console: console)
         let tally = StormTally()
         let callbacks = DispatchQueue(label: "canopy-load.sdk-callbacks")
         let clientList: [any StormParticipant] = (0..<clients).map { index in
             if sdk {
-                let url = "http://\(options.server)?ns=\(options.namespace)&client=\(index)"
+                let address = nodes > 1 ? "\(endpoint.host):\(endpoint.port + index % nodes)" : options.server
+                let url = "http://\(address)?ns=\(options.namespace)&client=\(index)"
                 return SDKStormClient(index: index, url: url, tally: tally, queue: callbacks)
             }
             return StormClient(
@@ -109,7 +131,8 @@ struct Storm: AsyncParsableCommand {
             for task in tasks { task.cancel() }
             for task in tasks { await task.value }
             await writer.shutdown()
-            await server?.shutDown()
+            for server in servers.list { await server.shutDown() }
+            if let folder = servers.folder { try? FileManager.default.removeItem(atPath: folder) }
         }
         let report: StormReport
         do {
@@ -125,13 +148,15 @@ struct Storm: AsyncParsableCommand {
             for round in 1...rounds {
                 try await Task.sleep(for: .seconds(1))
                 let result = try await storm(
-                    round: round, clients: clientList, tally: tally, server: server, writer: writer, console: console)
+                    round: round, clients: clientList, tally: tally, servers: servers.list, writer: writer,
+                    console: console)
                 for line in result.describe() { console.line(line) }
                 results.append(result)
                 if !result.allBack { break }
             }
             report = StormReport(
-                scenario: "storm", mode: mode, server: options.server, namespace: options.namespace, clients: clients,
+                scenario: "storm", mode: mode, server: options.server, nodes: nodes, namespace: options.namespace,
+                clients: clients,
                 listensPerClient: 2, payloadBytes: payload, machine: machine,
                 clientModel: sdk
                     ? "Canopy SDK Database instances in one process"
@@ -146,6 +171,21 @@ struct Storm: AsyncParsableCommand {
         try console.emit(report)
         // A script can tell a storm some clients did not come back from by the exit status alone.
         if !report.allBack { throw ExitCode(2) }
+    }
+
+    /// The server the tool starts with --launch, or the nodes with --nodes (and the folder of their
+    /// data folders); none without --launch.
+    private func startServers(
+        at endpoint: (host: String, port: Int), console: Console
+    ) async throws -> (list: [LaunchedServer], folder: String?) {
+        guard nodes > 1, let store = launchOptions.serverStore else {
+            return (try await launchOptions.start(at: endpoint, console: console).map { [$0] } ?? [], nil)
+        }
+        let (list, folder) = try await ClusterNodes.start(
+            count: nodes, binary: launchOptions.serverBinary, store: store, firstPort: endpoint.port,
+            leaseSeconds: leaseDuration, prefix: "storm")
+        console.line("started \(nodes) nodes on ports \(endpoint.port)–\(endpoint.port + nodes - 1) over \(store)")
+        return (list, folder)
     }
 
     /// Writes every client's own data and the shared location (round 0), replacing `storm`.
@@ -188,12 +228,18 @@ struct Storm: AsyncParsableCommand {
 
     /// One storm: the cut or restart, the write after it, and the wait for every client.
     private func storm(
-        round: Int, clients clientList: [any StormParticipant], tally: StormTally, server: LaunchedServer?,
-        writer: RESTWriter,
-        console: Console
+        round: Int, clients clientList: [any StormParticipant], tally: StormTally, servers: [LaunchedServer],
+        writer: RESTWriter, console: Console
     ) async throws -> StormRound {
         let serverPid = launchOptions.serverPid
-        func serverCPU() -> Double? { server?.cpuSeconds ?? serverPid.flatMap(ProcessCPU.seconds(of:)) }
+        func serverCPU() -> Double? {
+            guard !servers.isEmpty else { return serverPid.flatMap(ProcessCPU.seconds(of:)) }
+            return servers.reduce(0) { $0 + ($1.cpuSeconds ?? 0) }
+        }
+        // The server to restart: the only one, or the node serving the namespace.
+        let server = servers.count > 1 ? try await owner(among: servers, writer: writer) : servers.first
+        // The round's write goes through a node still running; a redirect to the stopped one is retried.
+        let writeServer = servers.count > 1 ? servers.first { $0 !== server }.map { "\($0.host):\($0.port)" } : nil
         tally.back.store(0, ordering: .relaxed)
         let attemptsBefore = tally.attempts.load(ordering: .relaxed)
         let failedBefore = tally.failedAttempts.load(ordering: .relaxed)
@@ -205,20 +251,35 @@ struct Storm: AsyncParsableCommand {
         var startCPU: Double?
 
         let cutAt = monotonicNanoseconds()
+        let total = clientList.count
+        let deadline = cutAt + UInt64(timeout * 1e9)
+        var writtenBeforeRestart: UInt64?
         for client in clientList { client.startRound(round, at: cutAt, cut: cut) }
         if let restart, let server {
+            let othersBefore =
+                servers.count > 1 ? servers.reduce(0) { $0 + ($1 === server ? 0 : $1.cpuSeconds ?? 0) } : 0
             await server.stop(restart.number)
+            if servers.count > 1 {
+                // Another node takes the namespace over with the round's write; the stopped one starts
+                // again only then, so it cannot take the namespace back first.
+                try await writer.put(StormLayout.shared, json: String(round), until: deadline, through: writeServer)
+                writtenBeforeRestart = monotonicNanoseconds()
+            }
             try await server.start()
             downSeconds = Double(monotonicNanoseconds() - cutAt) / 1e9
             // The new process's CPU so far is its start; what follows is the restore.
             startCPU = server.cpuSeconds
-            cpuBefore = startCPU
+            cpuBefore = startCPU.map { $0 + othersBefore }
+            if servers.count > 1 {
+                console.line(
+                    "round \(round): stopped the namespace's node (port \(server.port)); started it again once another took over"
+                )
+            }
         }
         // The write goes while clients come back: none can be back before it is applied.
-        let total = clientList.count
-        let deadline = cutAt + UInt64(timeout * 1e9)
         let write = Task {
-            try await writer.put(StormLayout.shared, json: String(round), until: deadline)
+            if let writtenBeforeRestart { return writtenBeforeRestart }
+            try await writer.put(StormLayout.shared, json: String(round), until: deadline, through: writeServer)
             return monotonicNanoseconds()
         }
         await console.withProgress({
@@ -256,7 +317,8 @@ struct Storm: AsyncParsableCommand {
             lastBackSeconds: back > 0 ? Double(backTimes.max) / 1e9 : nil,
             restored: Int(restoreTimes.totalCount),
             restoreTime: restoreTimes.totalCount > 0 ? LatencyFigures(restoreTimes) : nil,
-            serverDownSeconds: downSeconds, writeAfterCutSeconds: writtenAt.map { Double($0 - cutAt) / 1e9 },
+            serverDownSeconds: downSeconds, restartedPort: servers.count > 1 ? server?.port : nil,
+            writeAfterCutSeconds: writtenAt.map { Double($0 - cutAt) / 1e9 },
             connectAttempts: tally.attempts.load(ordering: .relaxed) - attemptsBefore,
             failedAttempts: sdk ? nil : tally.failedAttempts.load(ordering: .relaxed) - failedBefore,
             mostAttemptsByOneClient: attemptsPerClient.max() ?? 0,
@@ -266,5 +328,14 @@ struct Storm: AsyncParsableCommand {
             serverCPUMicrosecondsPerClient: serverCPUSeconds.map { $0 / Double(total) * 1e6 },
             loadGeneratorCPUSeconds: ProcessCPU.ownSeconds() - ownCPUBefore,
             listenQueueOverflows: queue?.overflows, listenQueueDrops: queue?.drops)
+    }
+
+    /// The node serving the namespace: the one that answers a read instead of redirecting it.
+    private func owner(among servers: [LaunchedServer], writer: RESTWriter) async throws -> LaunchedServer {
+        let port = try await writer.owner(amongPorts: servers.map(\.port))
+        guard let owner = servers.first(where: { $0.port == port }) else {
+            throw LoadError.check("the namespace's node is at port \(port), not one of the tool's nodes")
+        }
+        return owner
     }
 }

@@ -17,6 +17,8 @@ struct StormRound: Encodable {
     var restoreTime: LatencyFigures?
     /// With --restart: from the signal until the new server accepted connections.
     var serverDownSeconds: Double?
+    /// With --nodes: the port of the node that served the namespace and was stopped.
+    var restartedPort: Int?
     /// From the cut until the server acknowledged the round's write (`nil`: not within the round).
     var writeAfterCutSeconds: Double?
     var connectAttempts: Int
@@ -89,6 +91,8 @@ struct StormReport: Encodable {
     var scenario: String
     var mode: String
     var server: String
+    /// canopy-server processes (more than one: nodes over one PostgreSQL database).
+    var nodes: Int
     var namespace: String
     var clients: Int
     var listensPerClient: Int

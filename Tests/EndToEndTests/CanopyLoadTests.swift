@@ -233,6 +233,35 @@ struct ChaosScenarioTests {
     }
 }
 
+/// `canopy-load storm --nodes`: SDK clients spread over three nodes come back through them each time
+/// the node serving their namespace is killed and another takes it over.
+@Suite(
+    .enabled(
+        if: PostgresTestCluster.isEnabled && serverExecutable != nil && CanopyLoad.executable != nil,
+        "needs CANOPY_TEST_POSTGRES=1 and the binaries"))
+struct ClusterStormScenarioTests {
+    @Test(.timeLimit(.minutes(3)))
+    func sdkClientsComeBackWhenAnotherNodeTakesTheirNamespaceOver() async throws {
+        try await withPostgresCluster { cluster in
+            let port = try TestServer.reservePort()
+            let (status, report, log) = try await CanopyLoad.run([
+                "storm", "--sdk", "--launch", "--server-binary", try #require(serverExecutable), "--server",
+                "127.0.0.1:\(port)", "--nodes", "3", "--server-store", cluster.url, "--lease-duration", "1",
+                "--clients", "12", "--restart", "kill", "--rounds", "2", "--timeout", "60", "--json",
+            ])
+            #expect(status == 0, "\(log)")
+            #expect(report["allBack"] as? Bool == true, "\(log)")
+            let rounds = try #require(report["rounds"] as? [[String: Any]], "\(log)")
+            #expect(rounds.map { $0["back"] as? Int } == [12, 12], "\(log)")
+            // The data was seeded through the first node, which served the namespace until it was
+            // killed; the node that took over was killed in the next round.
+            let killed = rounds.map { $0["restartedPort"] as? Int }
+            #expect(killed.first == port, "\(log)")
+            #expect(killed.count == 2 && killed[0] != killed[1] && killed[1] != nil, "\(log)")
+        }
+    }
+}
+
 /// `canopy-load tree-load` at a tiny size, on the embedded store: it fills a namespace, restarts
 /// the server and reads the first leaf back after each restart.
 @Suite(.enabled(if: serverExecutable != nil && CanopyLoad.executable != nil, "needs the binaries"))
