@@ -226,8 +226,9 @@ extension CanopyServer {
         guard database.keepsDisconnectOperations else { return true }
         let current = connection.disconnectOperations
         if current.operations == previous.operations { return true }
-        let error = await database.storeDisconnectOperations(
-            current.operations, session: connection.sessionID, caller: connection.caller)
+        let error = await database.storeDisconnectOperations(session: connection.sessionID) {
+            connection.disconnectRecord
+        }
         guard let error else { return true }
         logger.warning(
             "could not store onDisconnect operations",

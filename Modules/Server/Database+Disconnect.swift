@@ -8,11 +8,19 @@ import Tree
 /// before they are acknowledged, removed in the transaction of the writes they make, and run by
 /// the process that opens the namespace next when the one holding the connection died.
 extension Database {
-    /// Stores `operations` as `session`'s onDisconnect operations (none: removes them), after
-    /// every write applied before; returns why the store refused, or `nil` once they are durable.
+    /// Stores `session`'s onDisconnect operations and the caller they run as, as `current` gives
+    /// them when the change is submitted (none: removes them; `nil`, the connection ran them
+    /// already: nothing), after every write applied before; returns why the store refused, or
+    /// `nil` once they are durable.
+    ///
+    /// `current` is read in this database's turn, so changes of one connection are submitted in
+    /// order, each with what the connection holds then: a registration and a credential expiry
+    /// racing to store cannot leave the earlier caller or operations as the last ones stored, and
+    /// one arriving after the connection ran its operations cannot store them again.
     func storeDisconnectOperations(
-        _ operations: [DisconnectOperation], session: String, caller: Caller
+        session: String, current: @Sendable () -> (operations: [DisconnectOperation], caller: Caller)?
     ) async -> (any Error)? {
+        guard let (operations, caller) = current() else { return nil }
         let change: DisconnectChange =
             operations.isEmpty
             ? .remove(session: session)

@@ -399,7 +399,7 @@ final class RealtimeConnection: Subscriber, FlushTarget {
             return state.credential
         }
         await database.reauthenticate(subscriberID, as: caller)
-        await storeDisconnectCaller(caller, database: database)
+        await storeDisconnectCaller(database: database)
         guard let expiresAt else { return }
         let timer = Task { [weak self] in
             let delay = expiresAt.timeIntervalSinceNow
@@ -423,15 +423,15 @@ final class RealtimeConnection: Subscriber, FlushTarget {
         guard expired else { return }
         send(.authRevoked(status: "expired_token", reason: "Auth token is expired."))
         await database.reauthenticate(subscriberID, as: .unauthenticated)
-        await storeDisconnectCaller(.unauthenticated, database: database)
+        await storeDisconnectCaller(database: database)
     }
 
     /// Where the store keeps onDisconnect operations, stores them again with the connection's new
     /// caller: they run as whoever the connection is when it ends, on whichever process.
-    private func storeDisconnectCaller(_ caller: Caller, database: Database) async {
-        let operations = disconnectOperations.operations
-        guard database.keepsDisconnectOperations, !operations.isEmpty else { return }
-        if let error = await database.storeDisconnectOperations(operations, session: sessionID, caller: caller) {
+    private func storeDisconnectCaller(database: Database) async {
+        guard database.keepsDisconnectOperations, !disconnectOperations.operations.isEmpty else { return }
+        let error = await database.storeDisconnectOperations(session: sessionID) { self.disconnectRecord }
+        if let error {
             server.logger.warning(
                 "could not store onDisconnect operations", metadata: ["session": "\(sessionID)", "error": "\(error)"])
         }
@@ -456,6 +456,12 @@ final class RealtimeConnection: Subscriber, FlushTarget {
 
     /// The onDisconnect operations registered now.
     var disconnectOperations: DisconnectOperations { state.withLock { $0.disconnect } }
+
+    /// The onDisconnect operations registered now and the caller they run as, read together;
+    /// `nil` once the connection ran them (see ``retire()``).
+    var disconnectRecord: (operations: [DisconnectOperation], caller: Caller)? {
+        state.withLock { state in state.retired ? nil : (state.disconnect.operations, state.caller) }
+    }
 
     /// Puts back operations the store refused to keep (unless the connection retired meanwhile).
     func restoreDisconnectOperations(_ operations: DisconnectOperations) {
