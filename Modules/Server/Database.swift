@@ -36,6 +36,10 @@ actor Database {
     private let commits: CommitQueue
     /// Writes the store may fall behind before new writes are refused (`unavailable`).
     private let maxUncommittedWrites: Int
+    /// Set while a connection's onDisconnect writes are applied: they are taken however far behind
+    /// the store is (a connection's are bounded by `--max-on-disconnect-bytes`), since refusing
+    /// them would lose them; they run once, and their stored record goes with them.
+    private var admitsPastBacklog = false
     private let store: any ServerStore
     var listeners = ListenerTree()
     let metrics: ServerMetrics
@@ -357,7 +361,7 @@ actor Database {
                 status: "storage_error", message: "the database is recovering from a storage failure; retry shortly")
         }
         let behind = commits.uncommittedWrites
-        guard behind >= maxUncommittedWrites else { return nil }
+        guard behind >= maxUncommittedWrites, !admitsPastBacklog else { return nil }
         metrics.tripped(.uncommittedWrites)
         return WriteError(
             status: "unavailable",
@@ -457,7 +461,9 @@ actor Database {
         }
         let removal: [DisconnectChange] =
             if keepsDisconnectOperations, let session { [.remove(session: session)] } else { [] }
+        admitsPastBacklog = true
         perform(writes, disconnects: removal)
+        admitsPastBacklog = false
     }
 
     // MARK: Rules

@@ -1,6 +1,7 @@
 import Dispatch
 import Logging
 import Persistence
+import Presence
 import Query
 import Rules
 import Synchronization
@@ -174,6 +175,9 @@ final class StalledStore: ServerStore {
 
     func loadTree() throws -> Node { inner.loadTree() }
 
+    /// What the store holds once its commits returned.
+    var committed: Node { inner.loadTree() }
+
     func commit(_ writes: [StoredWrite]) throws {
         if stalled.load(ordering: .sequentiallyConsistent) {
             gate.wait()
@@ -228,5 +232,42 @@ struct StalledStoreTests {
         }
         let stored = await database.read("w", params: .default, caller: .admin)
         #expect(stored.map { Array($0.children(in: .key)).count } == 6)
+    }
+
+    /// A connection's onDisconnect writes run once, when it ends: refusing them because the store
+    /// is behind would lose them (their record is removed with them), so they are taken anyway.
+    @Test func onDisconnectWritesAreTakenWhileTheStoreIsTooFarBehind() async throws {
+        let store = StalledStore()
+        let logger = Logger(label: "test")
+        let queue = CommitQueue(store: store, logger: logger)
+        let committer = Task { await queue.run() }
+        defer {
+            queue.finish()
+            committer.cancel()
+        }
+        let database = try Database(
+            name: "test", store: store, commits: queue, metrics: ServerMetrics(), logger: logger,
+            maxUncommittedWrites: 5)
+        let accepted = (0..<5).map { index in
+            Task { await StorageFailureTests.set(database, Path("w/\(index)"), .number(Double(index))) }
+        }
+        while queue.uncommittedWrites < 5 { try await Task.sleep(for: .milliseconds(5)) }
+        guard case .rejected = await StorageFailureTests.set(database, "w/late", 1) else {
+            Issue.record("a write was taken while the store was five writes behind")
+            return
+        }
+
+        await database.runDisconnectWrites(
+            [
+                DisconnectOperation(path: "presence/ada", kind: .set(false)),
+                DisconnectOperation(path: "rooms/lobby", kind: .update(["ada": true])),
+            ], as: .admin)
+        store.release()
+        for task in accepted { _ = await task.value }
+        while queue.uncommittedWrites > 0 { try await Task.sleep(for: .milliseconds(5)) }
+        let committed = store.committed
+        #expect(committed.child(at: "presence/ada").json() == false)
+        #expect(committed.child(at: "rooms/lobby/ada").json() == true)
+        #expect(committed.child(at: "w").json() == [0, 1, 2, 3, 4])
     }
 }
