@@ -180,7 +180,9 @@ let package = Package(
         .executableTarget(
             name: "canopy-load",
             dependencies: [
-                "Canopy", "Transport", "Tree",
+                "Canopy", "Transport", "Tree", "PostgresStore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -14,9 +14,11 @@ struct Chaos: AsyncParsableCommand {
             flow, a fault chosen at random (--seed) hits the node that acknowledged the last write: \
             kill (SIGKILL, started again once another node took over), pause (SIGSTOP until another \
             node took over, then SIGCONT: it must step down by itself) or stop (SIGTERM, started \
-            again). Each fault's recovery time is from the fault to the next acknowledged write. At the \
-            end every acknowledged write is read back; the command fails if one is missing or a \
-            fault was never recovered from.
+            again). Each fault's recovery time is from the fault to the next acknowledged write. After \
+            each recovery the namespace's owner is read from PostgreSQL (`canopy_owner`): its epoch \
+            must be higher than before the fault, since another node took the namespace. At the end \
+            every acknowledged write is read back; the command fails if one is missing, an epoch did \
+            not rise, or a fault was never recovered from.
             """)
 
     @Option(help: ArgumentHelp("The PostgreSQL database the nodes share.", valueName: "postgres-url"))
@@ -78,11 +80,22 @@ struct Chaos: AsyncParsableCommand {
         }
     }
 
+    /// The owner row of the namespace the writer writes to.
+    private func currentOwner() async throws -> NamespaceOwner {
+        guard let owner = try await NamespaceOwner.read("chaos", store: store) else {
+            throw LoadError.check("no process owns namespace chaos in \(store), though writes were acknowledged")
+        }
+        return owner
+    }
+
     private func causeFaults(
         _ servers: [LaunchedServer], writer: ClusterWriter, report: inout ChaosReport, console: Console
     ) async throws {
         var random = SplitMix64(seed: seed)
         let deadline = ContinuousClock.now + .seconds(duration)
+        try await writer.waitUntil(timeout: .seconds(60)) { $0 >= 1 }
+        var owner = try await currentOwner()
+        report.epochs.append(owner.epoch)
         while ContinuousClock.now < deadline {
             // Writes flow, and the owner is the node that acknowledged the last 20.
             let flowing = writer.acknowledged + 20
@@ -99,7 +112,11 @@ struct Chaos: AsyncParsableCommand {
             case .stop: await victim.stop(SIGTERM)
             }
             do {
-                try await writer.waitUntil(timeout: .seconds(60)) { $0 > before }
+                // Recovered once another node acknowledged a write: one the stopped node answered
+                // while it shut down does not count.
+                try await writer.waitUntil(timeout: .seconds(60)) {
+                    $0 > before && writer.lastAcknowledgingPort != victim.port
+                }
             } catch {
                 if fault == .pause { _ = kill(victim.pid, SIGCONT) }
                 throw LoadError.check(
@@ -107,6 +124,15 @@ struct Chaos: AsyncParsableCommand {
             }
             let took = Double(writer.lastAcknowledgement - started) / 1e6
             report.record(fault, milliseconds: took)
+            let next = try await currentOwner()
+            report.epochs.append(next.epoch)
+            guard next.epoch > owner.epoch else {
+                if fault == .pause { _ = kill(victim.pid, SIGCONT) }
+                throw LoadError.check(
+                    "after a \(fault.rawValue) of node \(victim.port), the namespace's epoch is \(next.epoch) "
+                        + "(\(next.node)); it was \(owner.epoch) (\(owner.node)) before")
+            }
+            owner = next
             console.progress(
                 String(
                     format: "%@ of the owner (port %d): next acknowledged write after %.1f ms", fault.rawValue,
@@ -134,6 +160,8 @@ struct ChaosReport: Encodable {
     var recoveryMilliseconds: [String: [Double]] = [:]
     var acknowledgedWrites = 0
     var lostAcknowledgedWrites = 0
+    /// The namespace's epoch once writes flowed, then after each fault's recovery (each higher).
+    var epochs: [Int64] = []
 
     init(nodes: Int, seconds: Double, seed: UInt64, leaseSeconds: Double) {
         self.nodes = nodes
@@ -154,6 +182,9 @@ struct ChaosReport: Encodable {
                 times[times.count / 2], worst)
         }
         lines.append("acknowledged writes: \(acknowledgedWrites), missing at the end: \(lostAcknowledgedWrites)")
+        if let first = epochs.first, let last = epochs.last {
+            lines.append("epochs: \(first) → \(last), rising at each of \(epochs.count - 1) faults")
+        }
         return lines
     }
 }

@@ -227,8 +227,14 @@ struct ChaosScenarioTests {
             #expect(status == 0, "\(log)")
             #expect(report["lostAcknowledgedWrites"] as? Int == 0, "\(log)")
             let recoveries = try #require(report["recoveryMilliseconds"] as? [String: [Double]], "\(log)")
-            #expect(recoveries.values.reduce(0) { $0 + $1.count } >= 2, "\(log)")
+            let faults = recoveries.values.reduce(0) { $0 + $1.count }
+            #expect(faults >= 2, "\(log)")
             #expect((report["acknowledgedWrites"] as? Int ?? 0) >= 40, "\(log)")
+            // The namespace's epoch, read from PostgreSQL once writes flowed and after each fault,
+            // rose every time: another node took the namespace, and none went back.
+            let epochs = try #require(report["epochs"] as? [Int], "\(log)")
+            #expect(epochs.count == faults + 1, "\(log)")
+            #expect(zip(epochs, epochs.dropFirst()).allSatisfy { $0 < $1 }, "\(epochs)")
         }
     }
 }
