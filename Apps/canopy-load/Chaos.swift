@@ -1,4 +1,5 @@
 import ArgumentParser
+import Dispatch
 import Foundation
 
 /// Random faults on a cluster for as long as asked: the node serving a namespace is killed
@@ -19,6 +20,13 @@ struct Chaos: AsyncParsableCommand {
             must be higher than before the fault, since another node took the namespace. At the end \
             every acknowledged write is read back; the command fails if one is missing, an epoch did \
             not rise, or a fault was never recovered from.
+
+            --clients Canopy SDK instances, configured with the nodes in turn, listen to the \
+            namespace throughout, and on each connection register an onDisconnect increment of a \
+            counter of that connection's own. At the end, once every node runs again, each client \
+            must have seen every acknowledged write, and each ended connection's operation must have \
+            run exactly once (the live one's not at all; one the SDK sent again after its connection \
+            dropped unanswered may also have run on the first), or the command fails.
             """)
 
     @Option(help: ArgumentHelp("The PostgreSQL database the nodes share.", valueName: "postgres-url"))
@@ -31,6 +39,8 @@ struct Chaos: AsyncParsableCommand {
     @Option(help: "Nodes to run.") var nodes = 3
     @Option(help: "How long to keep causing faults, in seconds.") var duration: Double = 60
     @Option(help: "The seed of the fault sequence (the same seed, the same faults).") var seed: UInt64 = 1
+    @Option(help: "Canopy SDK instances listening throughout, with an onDisconnect operation per connection.")
+    var clients = 3
     @Option(help: "The nodes' --lease-duration, in seconds (a paused node is replaced after it).")
     var leaseDuration: Double = 2
     @Flag(help: "Print one JSON object with the figures on standard output (the other lines go to standard error).")
@@ -39,6 +49,7 @@ struct Chaos: AsyncParsableCommand {
     func validate() throws {
         guard nodes >= 2 else { throw ValidationError("--nodes must be at least 2") }
         guard duration > 0 else { throw ValidationError("--duration must be positive") }
+        guard clients >= 0 else { throw ValidationError("--clients must not be negative") }
         guard leaseDuration >= 1 else { throw ValidationError("--lease-duration must be at least 1") }
         guard (1...65535).contains(port), port + nodes - 1 <= 65535 else {
             throw ValidationError("--port leaves no room for \(nodes) nodes")
@@ -55,6 +66,11 @@ struct Chaos: AsyncParsableCommand {
         // A paused node accepts connections and never answers: the writer gives up on it after 1 s.
         let writer = ClusterWriter(ports: servers.map(\.port), namespace: "chaos", requestTimeout: .seconds(1))
         let writing = Task { await writer.run() }
+        let callbacks = DispatchQueue(label: "canopy-load.chaos-clients")
+        let sdkClients = (0..<clients).map { index in
+            ChaosClient(index: index, url: "http://127.0.0.1:\(port + index % nodes)?ns=chaos", queue: callbacks)
+        }
+        for client in sdkClients { client.start() }
         var report = ChaosReport(nodes: nodes, seconds: duration, seed: seed, leaseSeconds: leaseDuration)
         let outcome: Result<Void, any Error>
         do {
@@ -69,6 +85,10 @@ struct Chaos: AsyncParsableCommand {
         for server in servers where server.pid == 0 { _ = try? await server.start() }
         report.acknowledgedWrites = writer.acknowledged
         report.lostAcknowledgedWrites = try await writer.missing()
+        if case .success = outcome {
+            try await checkClients(sdkClients, writer: writer, report: &report, console: console)
+        }
+        for client in sdkClients { client.stop() }
         await writer.shutdown()
         for server in servers { await server.shutDown() }
         try? FileManager.default.removeItem(atPath: root)
@@ -77,6 +97,37 @@ struct Chaos: AsyncParsableCommand {
         try outcome.get()
         if report.lostAcknowledgedWrites > 0 {
             throw LoadError.check("\(report.lostAcknowledgedWrites) acknowledged writes are missing")
+        }
+        let problems = report.clients.flatMap(\.problems)
+        if !problems.isEmpty { throw LoadError.check(problems.joined(separator: "; ")) }
+        if let behind = report.clientsMissingWrites.firstIndex(where: { $0 > 0 }) {
+            throw LoadError.check(
+                "client \(behind) never saw \(report.clientsMissingWrites[behind]) of the acknowledged writes")
+        }
+    }
+
+    /// Once every node runs again: waits (up to 60 s) until every SDK client has seen every
+    /// acknowledged write, then reads the onDisconnect counters and checks them against what each
+    /// client saw of its connections.
+    private func checkClients(
+        _ sdkClients: [ChaosClient], writer: ClusterWriter, report: inout ChaosReport, console: Console
+    ) async throws {
+        guard !sdkClients.isEmpty else { return }
+        let acknowledged = writer.acknowledgedSequence
+        let deadline = ContinuousClock.now + .seconds(60)
+        while sdkClients.contains(where: { $0.missing(of: acknowledged) > 0 }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        report.clientsMissingWrites = sdkClients.map { $0.missing(of: acknowledged) }
+        let counters = try await writer.read("disconnects") as? [String: Any] ?? [:]
+        report.clients = sdkClients.map { client in
+            let own = counters["c\(client.index)"] as? [String: Any] ?? [:]
+            var runs: [Int: Int] = [:]
+            for (key, value) in own {
+                guard key.hasPrefix("k"), let connection = Int(key.dropFirst()) else { continue }
+                runs[connection] = (value as? NSNumber)?.intValue ?? 0
+            }
+            return client.check(runs: runs)
         }
     }
 
@@ -162,6 +213,10 @@ struct ChaosReport: Encodable {
     var lostAcknowledgedWrites = 0
     /// The namespace's epoch once writes flowed, then after each fault's recovery (each higher).
     var epochs: [Int64] = []
+    /// Per SDK client, the acknowledged writes it had not seen at the end (all 0 once converged).
+    var clientsMissingWrites: [Int] = []
+    /// Per SDK client, its connections and the check of their onDisconnect operations.
+    var clients: [ChaosClientCheck] = []
 
     init(nodes: Int, seconds: Double, seed: UInt64, leaseSeconds: Double) {
         self.nodes = nodes
@@ -184,6 +239,15 @@ struct ChaosReport: Encodable {
         lines.append("acknowledged writes: \(acknowledgedWrites), missing at the end: \(lostAcknowledgedWrites)")
         if let first = epochs.first, let last = epochs.last {
             lines.append("epochs: \(first) → \(last), rising at each of \(epochs.count - 1) faults")
+        }
+        if !clients.isEmpty {
+            let converged = clientsMissingWrites.count { $0 == 0 }
+            let ended = clients.reduce(0) { $0 + $1.endedConnections }
+            let runs = clients.reduce(0) { $0 + $1.runs }
+            let problems = clients.reduce(0) { $0 + $1.problems.count }
+            lines.append(
+                "SDK clients: \(converged) of \(clients.count) saw every acknowledged write; \(ended) connections "
+                    + "ended, \(runs) onDisconnect runs, \(problems) not exactly once")
         }
         return lines
     }

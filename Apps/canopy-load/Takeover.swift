@@ -217,10 +217,20 @@ final class ClusterWriter: Sendable {
 
     /// How many acknowledged writes the namespace lacks, read through the owner.
     func missing() async throws -> Int {
+        let stored = try await read("") as? [String: Any] ?? [:]
+        return state.withLock { $0.acknowledged }.count { stored["w\($0)"] == nil }
+    }
+
+    /// The writes acknowledged so far, in order.
+    var acknowledgedSequence: [Int] { state.withLock { $0.acknowledged } }
+
+    /// The value at `path` (`""`: the namespace), read through the owner, as JSONSerialization
+    /// gives it (`nil` for no data).
+    func read(_ path: String) async throws -> Any? {
         var port = ports[state.withLock { $0.current }]
         for _ in 0..<10 {
             let response = try await client.execute(
-                HTTPClientRequest(url: "http://127.0.0.1:\(port)/.json?ns=\(namespace)"), timeout: .seconds(60))
+                HTTPClientRequest(url: "http://127.0.0.1:\(port)/\(path).json?ns=\(namespace)"), timeout: .seconds(60))
             let body = try await response.body.collect(upTo: 1 << 30)
             if response.status.code == 307,
                 let owner = response.headers.first(name: "Location").flatMap(URLComponents.init(string:))?.port
@@ -228,14 +238,14 @@ final class ClusterWriter: Sendable {
                 port = owner
                 continue
             }
-            guard response.status.code == 200,
-                let stored = try JSONSerialization.jsonObject(with: Data(String(buffer: body).utf8)) as? [String: Any]
-            else {
-                throw LoadError.check("reading the namespace back answered \(response.status.code)")
+            guard response.status.code == 200 else {
+                throw LoadError.check("reading /\(path) back answered \(response.status.code)")
             }
-            return state.withLock { $0.acknowledged }.count { stored["w\($0)"] == nil }
+            let value = try JSONSerialization.jsonObject(
+                with: Data(String(buffer: body).utf8), options: .fragmentsAllowed)
+            return value is NSNull ? nil : value
         }
-        throw LoadError.check("reading the namespace back was redirected too often")
+        throw LoadError.check("reading /\(path) back was redirected too often")
     }
 
     func shutdown() async {

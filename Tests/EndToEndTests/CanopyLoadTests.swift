@@ -235,6 +235,14 @@ struct ChaosScenarioTests {
             let epochs = try #require(report["epochs"] as? [Int], "\(log)")
             #expect(epochs.count == faults + 1, "\(log)")
             #expect(zip(epochs, epochs.dropFirst()).allSatisfy { $0 < $1 }, "\(epochs)")
+            // Three SDK clients listened throughout: each saw every acknowledged write, and each of
+            // their ended connections' onDisconnect operations ran exactly once.
+            #expect(report["clientsMissingWrites"] as? [Int] == [0, 0, 0], "\(log)")
+            let clients = try #require(report["clients"] as? [[String: Any]], "\(log)")
+            #expect(clients.count == 3)
+            #expect(clients.allSatisfy { ($0["problems"] as? [String])?.isEmpty == true }, "\(clients)")
+            let ended = clients.reduce(0) { $0 + ($1["endedConnections"] as? Int ?? 0) }
+            #expect(ended >= 1, "faults ended the clients' connections: \(clients)")
         }
     }
 }
