@@ -96,12 +96,20 @@ public final class PostgresTestCluster: Sendable {
     /// connections from its /16 network: for a process in a ``NetworkNamespace`` that reaches the
     /// cluster over its veth pair. Clients reach it at ``url(host:database:)``.
     public func listen(on address: String) async throws {
-        let network = address.split(separator: ".").prefix(2).joined(separator: ".") + ".0.0/16"
+        try await listen(on: [address])
+    }
+
+    /// Restarts the server listening on TCP at each of `addresses` (this host's ends of several
+    /// ``NetworkNamespace``s), trusting connections from each one's /16 network.
+    public func listen(on addresses: [String]) async throws {
+        let networks = Set(addresses.map { $0.split(separator: ".").prefix(2).joined(separator: ".") + ".0.0/16" })
         let rules = try FileHandle(forWritingTo: URL(fileURLWithPath: data + "/pg_hba.conf"))
         try rules.seekToEnd()
-        try rules.write(contentsOf: Data("\nhost all all \(network) trust\n".utf8))
+        for network in networks.sorted() {
+            try rules.write(contentsOf: Data("\nhost all all \(network) trust\n".utf8))
+        }
         try rules.close()
-        try await psql("ALTER SYSTEM SET listen_addresses = '\(address)'")
+        try await psql("ALTER SYSTEM SET listen_addresses = '\(addresses.joined(separator: ","))'")
         try await restart()
     }
 
