@@ -56,6 +56,14 @@ struct CanopyServerCommand: AsyncParsableCommand {
                 + "(CANOPY_LEASE_DURATION)"))
     var leaseDuration: Double = env("CANOPY_LEASE_DURATION").flatMap(Double.init) ?? 5
 
+    @Option(
+        help: ArgumentHelp(
+            "With a PostgreSQL --store, how a REST request for a namespace another process serves reaches it: "
+                + "auto (proxied when it carries an Authorization header, which clients drop when they follow a "
+                + "redirect to another host; redirected otherwise), redirect (307) or proxy. (CANOPY_REST_FORWARDING)",
+            valueName: "auto|redirect|proxy"))
+    var restForwarding: String = env("CANOPY_REST_FORWARDING") ?? "auto"
+
     @Option(help: "Namespace for clients that name none. (CANOPY_DEFAULT_NAMESPACE)")
     var defaultNamespace: String = env("CANOPY_DEFAULT_NAMESPACE") ?? "default"
 
@@ -270,6 +278,10 @@ struct CanopyServerCommand: AsyncParsableCommand {
             }
             configuration.advertiseHost = advertiseHost
         }
+        guard let forwarding = RESTForwarding(rawValue: restForwarding) else {
+            throw ValidationError("--rest-forwarding must be auto, redirect or proxy, not \"\(restForwarding)\"")
+        }
+        configuration.restForwarding = forwarding
         guard leaseDuration >= 1 else { throw ValidationError("--lease-duration must be at least 1 second") }
         configuration.leaseDuration = .milliseconds(Int(leaseDuration * 1000))
         configuration.defaultNamespace = defaultNamespace

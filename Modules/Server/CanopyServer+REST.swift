@@ -57,7 +57,7 @@ extension CanopyServer {
             guard let host else {
                 return Self.error(.serviceUnavailable, "Namespace \"\(name)\" is served by \(node)")
             }
-            return Self.redirect(request, to: host, namespace: name)
+            return await forward(request, to: host, namespace: name)
         } catch .shuttingDown {
             return Self.error(.serviceUnavailable, "The server is shutting down")
         }
@@ -312,18 +312,23 @@ extension CanopyServer {
     static func redirect(_ request: Request, to host: String, namespace: String) -> Response {
         let forwarded = HTTPField.Name("X-Forwarded-Proto").flatMap { request.headers[$0] }
         let scheme = forwarded == "https" ? "https" : "http"
-        // The path and query as received, byte for byte (URLComponents' setters end the process on
-        // characters they do not expect, which a client chooses); a namespace name needs no escaping.
-        var parameters = (request.uri.query ?? "").split(separator: "&").filter {
-            $0.prefix { $0 != "=" } != "ns"
-        }
-        parameters.append("ns=\(namespace)")
         var headers = HTTPFields()
-        headers[.location] = "\(scheme)://\(host)\(request.uri.path)?" + parameters.joined(separator: "&")
+        headers[.location] = "\(scheme)://\(host)" + pathAndQuery(of: request, namespace: namespace)
         headers[.contentType] = "application/json; charset=utf-8"
         let text = JSONValue.object(["error": .string("Namespace \"\(namespace)\" is served at \(host)")]).serialized()
         return Response(
             status: .temporaryRedirect, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    /// The path and query of `request` as received, byte for byte (URLComponents' setters end the
+    /// process on characters they do not expect, which a client chooses), with `ns=namespace` (the
+    /// namespace may have come from the request's host name; its name needs no escaping).
+    static func pathAndQuery(of request: Request, namespace: String) -> String {
+        var parameters = (request.uri.query ?? "").split(separator: "&").filter {
+            $0.prefix { $0 != "=" } != "ns"
+        }
+        parameters.append("ns=\(namespace)")
+        return "\(request.uri.path)?" + parameters.joined(separator: "&")
     }
 
     static func error(_ status: HTTPResponse.Status, _ message: String) -> Response {

@@ -26,6 +26,10 @@ public struct ServerConfiguration: Sendable {
     public var advertiseHost: String?
     /// How long a namespace stays this process's in PostgreSQL without a commit or a renewal.
     public var leaseDuration: Duration = .seconds(5)
+    /// How a REST request for a namespace another process serves reaches it: proxied when it
+    /// carries an `Authorization` header (which clients drop when they follow a redirect to another
+    /// host), redirected otherwise, by default.
+    public var restForwarding: RESTForwarding = .auto
     /// The namespace of clients that name none (no `ns`, and a Host that is an IP or localhost).
     public var defaultNamespace: String = "default"
     /// Whether a write to a namespace that does not exist creates it (otherwise it is refused: REST

@@ -1,3 +1,4 @@
+import Auth
 import CanopyTesting
 import Foundation
 import Testing
@@ -71,6 +72,70 @@ import Tree
                     #expect(own.hello.host == "127.0.0.1:\(portB)")
                     try await own.put("w", 1)
                     await own.close()
+                }
+            }
+        }
+    }
+
+    /// A request that carries an `Authorization` header, which clients drop when they follow a
+    /// redirect to another host, is passed on to the owner and answered as the owner answers it,
+    /// event streams included; `--rest-forwarding` makes every request redirected, or proxied.
+    @Test func aRequestWithCredentialsIsPassedOnToTheOwnerInsteadOfRedirected() async throws {
+        try await withPostgresCluster { cluster in
+            let ports = (try TestServer.reservePort(), try TestServer.reservePort(), try TestServer.reservePort())
+            func configure(
+                _ node: String, port: Int, forwarding: RESTForwarding
+            ) -> (inout ServerConfiguration) -> Void {
+                { configuration in
+                    Self.configure(cluster, node: node, port: port)(&configuration)
+                    configuration.authentication.adminSecret = SignedTokens.adminSecret
+                    configuration.restForwarding = forwarding
+                }
+            }
+            let admin = [("Authorization", "Bearer \(SignedTokens.adminSecret)")]
+            try await withTestServer(configure: configure("node-a", port: ports.0, forwarding: .auto)) { owner in
+                try await withTestServer(configure: configure("node-b", port: ports.1, forwarding: .auto)) { auto in
+                    try await withTestServer(configure: configure("node-c", port: ports.2, forwarding: .redirect)) {
+                        redirecting in
+                        let rules = #"{"rules": {".read": "auth != null", ".write": "auth != null"}}"#
+                        #expect(
+                            try await owner.http(.PUT, "/.settings/rules.json?ns=shared", headers: admin, body: rules)
+                                .status == 200)
+                        #expect(
+                            try await owner.http(.PUT, "/v.json?ns=shared", headers: admin, body: "1").status == 200)
+
+                        // Through node-b: the owner's answers, the credential with them.
+                        let read = try await auto.http(.GET, "/v.json?ns=shared", headers: admin)
+                        #expect(read.status == 200 && read.body == "1", "\(read.status) \(read.body)")
+                        let document = try await auto.http(.GET, "/.settings/rules.json?ns=shared", headers: admin)
+                        #expect(document.status == 200 && document.body.contains("auth != null"), "\(document.body)")
+                        let write = try await auto.http(
+                            .PUT, "/v.json?ns=shared&print=silent", headers: admin, body: "2")
+                        #expect(write.status == 204, "\(write.status) \(write.body)")
+                        #expect(try await owner.http(.GET, "/v.json?ns=shared", headers: admin).body == "2")
+                        let refused = try await auto.http(
+                            .GET, "/v.json?ns=shared", headers: [("Authorization", "Bearer wrong")])
+                        #expect(refused.status == 401, "the owner's own refusal: \(refused.status) \(refused.body)")
+
+                        // An event stream through node-b stays open and carries the owner's events.
+                        let stream = try await auto.eventStream("/v.json?ns=shared", headers: admin)
+                        #expect(stream.status == 200)
+                        #expect(try await stream.next().json == ["path": "/", "data": 2])
+                        #expect(
+                            try await owner.http(.PUT, "/v.json?ns=shared", headers: admin, body: "3").status == 200)
+                        #expect(try await stream.nextData().json == ["path": "/", "data": 3])
+                        await stream.close()
+
+                        // Without credentials, and everything on node-c: redirected.
+                        #expect(try await auto.http(.GET, "/v.json?ns=shared").status == 307)
+                        let redirected = try await redirecting.http(.GET, "/v.json?ns=shared", headers: admin)
+                        #expect(redirected.status == 307, "\(redirected.status) \(redirected.body)")
+
+                        // A request another process passed on is not passed on again.
+                        let again = try await auto.http(
+                            .GET, "/v.json?ns=shared", headers: admin + [("Canopy-Forwarded-By", "node-x")])
+                        #expect(again.status == 503, "\(again.status) \(again.body)")
+                    }
                 }
             }
         }
