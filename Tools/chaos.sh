@@ -27,37 +27,18 @@ for product in canopy-server canopy-load; do
 done
 
 work="$(mktemp -d /tmp/canopy-chaos.XXXXXX)"
-pg_pid=""
+# shellcheck source=Tools/private-postgres.sh
+source Tools/private-postgres.sh
 cleanup() {
-    if [ -n "$pg_pid" ]; then
-        kill -INT "$pg_pid" 2>/dev/null || true
-        wait "$pg_pid" 2>/dev/null || true
-    fi
+    stop_private_postgres
     rm -rf "$work"
 }
 trap cleanup EXIT
 
 store="${STORE:-}"
 if [ -z "$store" ]; then
-    pg_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
-    [ -x "$pg_bin/initdb" ] || { log "PostgreSQL's server programs are missing (apt-get install postgresql)"; exit 1; }
-    as_postgres=()
-    if [ "$(id -u)" = 0 ]; then
-        chown postgres "$work"
-        as_postgres=(setpriv --reuid=postgres --regid=postgres --init-groups --)
-    fi
-    "${as_postgres[@]}" "$pg_bin/initdb" -D "$work/data" -A trust -U postgres --no-sync >"$work/initdb.log"
-    port=55499
-    "${as_postgres[@]}" "$pg_bin/postgres" -D "$work/data" -k "$work" -c listen_addresses= -p "$port" \
-        -c fsync=on >"$work/postgres.log" 2>&1 &
-    pg_pid=$!
-    for _ in $(seq 1 100); do
-        "$pg_bin/pg_isready" -q -h "$work" -p "$port" && break
-        sleep 0.1
-    done
-    "$pg_bin/psql" -q -h "$work" -p "$port" -U postgres -c "CREATE DATABASE chaos" >/dev/null
-    store="postgres://postgres@localhost:$port/chaos?host=$work"
-    log "PostgreSQL $("$pg_bin/postgres" --version | awk '{ print $3 }') in $work (log: postgres.log there)"
+    start_private_postgres "$work"
+    store="$PRIVATE_POSTGRES_URL"
 fi
 
 seed_given=false

@@ -6,7 +6,9 @@
 #   Tools/firebase-admin-compat/run.sh [CHECK_NAME ...]
 #
 # Environment: COMPAT_VENV (default .build/compat-venv), FIREBASE_ADMIN_SPEC (default
-# firebase-admin), COMPAT_SKIP_BUILD=1 to use the existing .build/debug/canopy-server.
+# firebase-admin), COMPAT_SKIP_BUILD=1 to use the existing .build/debug/canopy-server,
+# COMPAT_CLUSTER=1 to run the checks against a cluster: two servers over a private PostgreSQL
+# (Tools/private-postgres.sh), the checks sent to the one that does not serve their namespace.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -35,42 +37,81 @@ if ! "$venv/bin/python" -c 'import firebase_admin' >/dev/null 2>&1; then
 fi
 echo "compat: $("$venv/bin/python" -c 'import firebase_admin; print("firebase-admin", firebase_admin.__version__)')"
 
-# 3. The server, on a free port, stopped on exit whatever happens.
+# 3. The server, on a free port, stopped on exit whatever happens. With COMPAT_CLUSTER=1: two
+# servers over a private PostgreSQL; the first serves the namespace the checks use and the checks
+# go to the second, so that every request reaches the owner through another process (REST
+# redirects, and proxying for requests with credentials).
 work="$(mktemp -d)"
-server_pid=""
+server_pids=()
 test_pid=""
+# shellcheck source=Tools/private-postgres.sh
+source "$root/Tools/private-postgres.sh"
 cleanup() {
     if [ -n "$test_pid" ]; then kill "$test_pid" 2>/dev/null || true; fi
-    if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-        kill "$server_pid" 2>/dev/null || true
-        for _ in $(seq 1 50); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
-        kill -9 "$server_pid" 2>/dev/null || true
-    fi
+    for pid in "${server_pids[@]}"; do
+        if kill -0 "$pid" 2>/dev/null; then
+            kill "$pid" 2>/dev/null || true
+            for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+            kill -9 "$pid" 2>/dev/null || true
+        fi
+    done
+    stop_private_postgres
     rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-port="$("$venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
-"$server" --host 127.0.0.1 --port "$port" --in-memory --emulator --sse-keepalive-interval 1 --log-level warning \
-    >"$work/server.log" 2>&1 &
-server_pid=$!
+free_port() {
+    "$venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
 
-ready=0
-for _ in $(seq 1 100); do
-    if ! kill -0 "$server_pid" 2>/dev/null; then break; fi
-    if "$venv/bin/python" - "$port" <<'EOF' 2>/dev/null; then ready=1; break; fi
-import sys, urllib.request
-urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/health", timeout=1).read()
-EOF
-    sleep 0.1
-done
-if [ "$ready" != 1 ]; then
-    echo "compat: canopy-server did not answer /health on port $port"
-    cat "$work/server.log"
-    summary_failed
+# start_server PORT LOG ARGUMENTS...: starts canopy-server on PORT and waits for its /health.
+start_server() {
+    local port="$1" log="$2"
+    shift 2
+    "$server" --host 127.0.0.1 --port "$port" --emulator --sse-keepalive-interval 1 --log-level warning "$@" \
+        >"$log" 2>&1 &
+    local pid=$!
+    server_pids+=("$pid")
+    local ready=0
+    for _ in $(seq 1 100); do
+        if ! kill -0 "$pid" 2>/dev/null; then break; fi
+        if "$venv/bin/python" -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/health', timeout=1).read()" 2>/dev/null; then
+            ready=1
+            break
+        fi
+        sleep 0.1
+    done
+    if [ "$ready" != 1 ]; then
+        echo "compat: canopy-server did not answer /health on port $port"
+        cat "$log"
+        summary_failed
+    fi
+    echo "compat: canopy-server on 127.0.0.1:$port (pid $pid)"
+}
+
+port="$(free_port)"
+server_log="$work/server.log"
+if [ "${COMPAT_CLUSTER:-0}" = 1 ]; then
+    mkdir -p "$work/postgres" "$work/node1" "$work/node2"
+    chmod 711 "$work" # PostgreSQL runs as its own user, which must reach its folder inside.
+    start_private_postgres "$work/postgres" || summary_failed
+    owner_port="$(free_port)"
+    start_server "$owner_port" "$work/node1.log" --data "$work/node1" --store "$PRIVATE_POSTGRES_URL" \
+        --node-name compat-node1 --advertise-host "127.0.0.1:$owner_port"
+    start_server "$port" "$work/node2.log" --data "$work/node2" --store "$PRIVATE_POSTGRES_URL" \
+        --node-name compat-node2 --advertise-host "127.0.0.1:$port"
+    # The first process takes the namespace the checks use; the checks then go to the second.
+    "$venv/bin/python" -c "
+import urllib.request
+request = urllib.request.Request('http://127.0.0.1:$owner_port/cluster.json?ns=compat', data=b'true', method='PUT',
+                                 headers={'Authorization': 'Bearer owner'})
+urllib.request.urlopen(request, timeout=30).read()" || { echo "compat: the first node did not take the namespace"; summary_failed; }
+    echo "compat: cluster mode: namespace compat served at 127.0.0.1:$owner_port, the checks sent to 127.0.0.1:$port"
+    server_log="$work/node2.log"
+else
+    start_server "$port" "$server_log" --in-memory
 fi
-echo "compat: canopy-server on 127.0.0.1:$port (pid $server_pid)"
 
 # 4. The checks. compat_test.py prints the closing summary line itself. (In the background so
 # that an interrupt stops it and the server at once.)
@@ -82,7 +123,7 @@ wait "$test_pid" || status=$?
 test_pid=""
 if [ "$status" != 0 ]; then
     echo "compat: server log (last 50 lines):"
-    tail -n 50 "$work/server.log"
+    tail -n 50 "$server_log"
     if [ "$status" = 124 ]; then
         echo "compat: compat_test.py timed out"
         summary_failed
