@@ -69,6 +69,10 @@ log "logs and JSON in $work"
 # One release build serves both: the benchmark package depends on the root package, so building
 # canopy-server and canopy-load through it reuses the modules the suites compile anyway.
 bin=Benchmarks/.build/release
+# SwiftPM keeps its build plan (release.yaml) when files are added to the root package, which the
+# benchmark package reaches by path: the build then misses the new files. Planning again costs a few
+# seconds.
+rm -f Benchmarks/.build/release.yaml
 for product in canopy-server canopy-load; do
     log "building $product (release, through the benchmark package)"
     swift build -c release --package-path Benchmarks --product "$product" >"$work/build-$product.log" 2>&1 ||
