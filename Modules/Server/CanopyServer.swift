@@ -157,6 +157,14 @@ public struct CanopyServer: Sendable {
         }
         await databases.usePostgres(storage) { [sessions] database in sessions.closeAll(using: database) }
         logger.info("keeping namespaces in PostgreSQL", metadata: ["store": "\(location)", "node": "\(node)"])
+        if let host = configuration.advertiseHost, !host.hasPrefix("s-") {
+            logger.warning(
+                """
+                the advertised host does not begin with s-: the official JavaScript SDK falls back to \
+                the host it was configured with only from a remembered host beginning with s-, so its \
+                clients would keep trying this one after it stops
+                """, metadata: ["host": "\(host)"])
+        }
         return (storage, pool)
     }
 
