@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOHTTP1
+import Synchronization
 
 /// REST requests for a namespace another process of the cluster serves: passed on to it as a
 /// proxy (see ``RESTForwarding``).
@@ -13,11 +14,17 @@ extension CanopyServer {
     static let forwardedBy = HTTPField.Name("Canopy-Forwarded-By")!
 
     /// The client proxied requests go through: it does not follow redirects (the answer, whatever
-    /// it is, goes back to the client) and lives as long as the process, as `HTTPClient.shared` does.
+    /// it is, goes back to the client), keeps as many connections to a process as requests need
+    /// (each proxied event stream holds one for its life), gives up on an answer silent for two
+    /// minutes (an event stream gets a keep-alive at least every `--sse-keepalive-interval`), and
+    /// lives as long as the process, as `HTTPClient.shared` does.
     private static let forwardingClient: HTTPClient = {
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
         configuration.timeout.connect = .seconds(5)
+        configuration.timeout.read = .seconds(120)
         configuration.decompression = .disabled
+        configuration.connectionPool = .init(
+            idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 100_000)
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }()
 
@@ -30,7 +37,7 @@ extension CanopyServer {
 
     /// How a request for `namespace`, served at `host`, is answered: proxied or redirected there
     /// (``ServerConfiguration/restForwarding``); one another process passed on is not passed on again.
-    func forward(_ request: Request, to host: String, namespace: String) async -> Response {
+    func forward(_ request: Request, to host: String, namespace: String, channel: any Channel) async -> Response {
         if request.headers[Self.forwardedBy] != nil {
             return Self.error(
                 .serviceUnavailable,
@@ -39,13 +46,19 @@ extension CanopyServer {
         guard configuration.restForwarding.proxies(hasAuthorization: request.headers[.authorization] != nil) else {
             return Self.redirect(request, to: host, namespace: namespace)
         }
-        return await proxy(request, to: host, namespace: namespace)
+        return await proxy(request, to: host, namespace: namespace, channel: channel)
     }
 
     /// Sends `request` on to `host` (method, headers and body as received) and streams its answer
-    /// back; an event stream stays open as long as both ends do.
-    private func proxy(_ request: Request, to host: String, namespace: String) async -> Response {
-        var outbound = HTTPClientRequest(url: "http://\(host)" + Self.pathAndQuery(of: request, namespace: namespace))
+    /// back; the upstream request ends when the client leaves (`channel` closes or its input does),
+    /// and a client that does not read what it is sent is closed past `--max-pending-outbound-bytes`.
+    private func proxy(
+        _ request: Request, to host: String, namespace: String, channel: any Channel
+    ) async -> Response {
+        let forwardedProto = HTTPField.Name("X-Forwarded-Proto").flatMap { request.headers[$0] }
+        let scheme = forwardedProto == "https" ? "https" : "http"
+        var outbound = HTTPClientRequest(
+            url: "\(scheme)://\(host)" + Self.pathAndQuery(of: request, namespace: namespace))
         outbound.method = HTTPMethod(rawValue: request.method.rawValue)
         for field in request.headers where !Self.connectionHeaders.contains(field.name.canonicalName) {
             outbound.headers.add(name: field.name.rawName, value: field.value)
@@ -56,22 +69,64 @@ extension CanopyServer {
         } else if request.headers[.transferEncoding] != nil {
             outbound.body = .stream(request.body, length: .unknown)
         }
-        let isEventStream = request.headers[.accept]?.contains("text/event-stream") == true
+        let answer: HTTPClientResponse
         do {
-            let answer = try await Self.forwardingClient.execute(
-                outbound, deadline: isEventStream ? .distantFuture : .now() + .seconds(300), logger: nil)
-            var headers = HTTPFields()
-            for header in answer.headers where !Self.connectionHeaders.contains(header.name.lowercased()) {
-                if let name = HTTPField.Name(header.name) { headers.append(HTTPField(name: name, value: header.value)) }
-            }
-            let status = HTTPResponse.Status(code: Int(answer.status.code), reasonPhrase: answer.status.reasonPhrase)
-            return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: answer.body))
+            answer = try await Self.forwardingClient.execute(outbound, deadline: .distantFuture, logger: nil)
         } catch {
             logger.warning(
                 "could not pass a request on to the process serving its namespace",
                 metadata: ["namespace": "\(namespace)", "host": "\(host)", "error": "\(error)"])
             return Self.error(
                 .badGateway, "Namespace \"\(namespace)\" is served at \(host), which did not answer: \(error)")
+        }
+        var headers = HTTPFields()
+        for header in answer.headers where !Self.connectionHeaders.contains(header.name.lowercased()) {
+            if let name = HTTPField.Name(header.name) { headers.append(HTTPField(name: name, value: header.value)) }
+        }
+        let status = HTTPResponse.Status(code: Int(answer.status.code), reasonPhrase: answer.status.reasonPhrase)
+        return Response(
+            status: status, headers: headers,
+            body: await relay(answer.body, to: channel, limit: configuration.maxPendingOutboundBytes))
+    }
+
+    /// The body of a proxied answer: a task reads `upstream` while the client is there, and ends it
+    /// (which ends the upstream request) once the client leaves; bytes read but not yet written
+    /// to the client past `limit` close the client's connection, as a stalled reader's.
+    private func relay(
+        _ upstream: HTTPClientResponse.Body, to channel: any Channel, limit: Int
+    ) async -> ResponseBody {
+        let (chunks, continuation) = AsyncStream.makeStream(of: ByteBuffer.self)
+        let pending = Atomic<Int>(0)
+        let reader = Task {
+            do {
+                for try await chunk in upstream {
+                    if pending.add(chunk.readableBytes, ordering: .relaxed).newValue > limit {
+                        channel.close(promise: nil)
+                        break
+                    }
+                    continuation.yield(chunk)
+                }
+            } catch {}
+            continuation.finish()
+        }
+        let end = OnceAction {
+            reader.cancel()
+            continuation.finish()
+        }
+        // A client that leaves only closes its input (Hummingbird allows half-closed connections).
+        let inputClosed = InputClosedHandler { end.run() }
+        channel.closeFuture.whenComplete { _ in end.run() }
+        try? await channel.pipeline.addHandler(inputClosed, position: .first).get()
+        return ResponseBody { writer in
+            defer {
+                end.run()
+                channel.pipeline.removeHandler(inputClosed, promise: nil)
+            }
+            for await chunk in chunks {
+                pending.subtract(chunk.readableBytes, ordering: .relaxed)
+                try await writer.write(chunk)
+            }
+            try await writer.finish(nil)
         }
     }
 }

@@ -57,7 +57,7 @@ extension CanopyServer {
             guard let host else {
                 return Self.error(.serviceUnavailable, "Namespace \"\(name)\" is served by \(node)")
             }
-            return await forward(request, to: host, namespace: name)
+            return await forward(request, to: host, namespace: name, channel: channel)
         } catch .shuttingDown {
             return Self.error(.serviceUnavailable, "The server is shutting down")
         }

@@ -125,6 +125,20 @@ import Tree
                             try await owner.http(.PUT, "/v.json?ns=shared", headers: admin, body: "3").status == 200)
                         #expect(try await stream.nextData().json == ["path": "/", "data": 3])
                         await stream.close()
+                        // The owner's listener goes with the client: the proxy ends its upstream
+                        // request when the client leaves, not at the next keep-alive (30 s away).
+                        #expect(await owner.waitForMetric("canopy_listeners_active", toBe: 0))
+
+                        // More streams through node-b than an HTTP client's default pool (8
+                        // connections to a host) at once, and a plain request besides.
+                        let streamRequest =
+                            "GET /v.json?ns=shared HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
+                            + "Authorization: Bearer \(SignedTokens.adminSecret)\r\n\r\n"
+                        let held = try (0..<12).map { _ in try StalledClient(port: auto.port, request: streamRequest) }
+                        #expect(await owner.waitForMetric("canopy_listeners_active", toBe: 12))
+                        #expect(try await auto.http(.GET, "/v.json?ns=shared", headers: admin).body == "3")
+                        for client in held { client.close() }
+                        #expect(await owner.waitForMetric("canopy_listeners_active", toBe: 0))
 
                         // Without credentials, and everything on node-c: redirected.
                         #expect(try await auto.http(.GET, "/v.json?ns=shared").status == 307)
