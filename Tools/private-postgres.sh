@@ -13,7 +13,7 @@ PRIVATE_POSTGRES_PID=""
 
 start_private_postgres() {
     local folder="$1" pg_bin as_postgres=() port=5432
-    pg_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
+    pg_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)"
     if [ ! -x "$pg_bin/initdb" ]; then
         echo "private-postgres: PostgreSQL's server programs are missing (apt-get install postgresql)" >&2
         return 1

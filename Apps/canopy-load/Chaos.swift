@@ -81,12 +81,20 @@ struct Chaos: AsyncParsableCommand {
         }
         writing.cancel()
         await writing.value
-        // Every node back before the read: a paused one is resumed, a stopped one started.
+        // Every node back before the read: a paused one is resumed (a fault may have failed while it
+        // was stopped), a stopped one started.
+        for server in servers where server.pid != 0 { _ = kill(server.pid, SIGCONT) }
         for server in servers where server.pid == 0 { _ = try? await server.start() }
         report.acknowledgedWrites = writer.acknowledged
-        report.lostAcknowledgedWrites = try await writer.missing()
-        if case .success = outcome {
-            try await checkClients(sdkClients, writer: writer, report: &report, console: console)
+        let checked: Result<Void, any Error>
+        do {
+            report.lostAcknowledgedWrites = try await writer.missing()
+            if case .success = outcome {
+                try await checkClients(sdkClients, writer: writer, report: &report, console: console)
+            }
+            checked = .success(())
+        } catch {
+            checked = .failure(error)
         }
         for client in sdkClients { client.stop() }
         await writer.shutdown()
@@ -95,6 +103,7 @@ struct Chaos: AsyncParsableCommand {
         for line in report.describe() { console.line(line) }
         if json { try console.emit(report) }
         try outcome.get()
+        try checked.get()
         if report.lostAcknowledgedWrites > 0 {
             throw LoadError.check("\(report.lostAcknowledgedWrites) acknowledged writes are missing")
         }

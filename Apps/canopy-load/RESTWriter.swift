@@ -89,6 +89,12 @@ final class RESTWriter: Sendable {
                     port = owner
                     continue
                 }
+                if response.status.code == 503 {
+                    // Starting, stopping or taking the namespace over: ask the next node.
+                    port = ports[(ports.firstIndex(of: port).map { $0 + 1 } ?? 0) % ports.count]
+                    try await Task.sleep(for: .milliseconds(50))
+                    continue
+                }
                 guard response.status.code == 200 else {
                     throw LoadError.httpFailed(url: "\(host):\(port)", reason: "status \(response.status.code)")
                 }

@@ -260,7 +260,7 @@ struct ClusterStormScenarioTests {
             let port = try TestServer.reservePort()
             let (status, report, log) = try await CanopyLoad.run([
                 "storm", "--sdk", "--launch", "--server-binary", try #require(serverExecutable), "--server",
-                "127.0.0.1:\(port)", "--nodes", "3", "--server-store", cluster.url, "--lease-duration", "1",
+                "127.0.0.1:\(port)", "--nodes", "3", "--server-store", cluster.url, "--lease-duration", "2",
                 "--clients", "12", "--restart", "kill", "--rounds", "2", "--timeout", "60", "--json",
             ])
             #expect(status == 0, "\(log)")

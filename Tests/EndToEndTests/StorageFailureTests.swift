@@ -238,6 +238,8 @@ struct StalledStoreTests {
     /// is behind would lose them (their record is removed with them), so they are taken anyway.
     @Test func onDisconnectWritesAreTakenWhileTheStoreIsTooFarBehind() async throws {
         let store = StalledStore()
+        // Whatever happens below, the commit thread is not left waiting.
+        defer { store.release() }
         let logger = Logger(label: "test")
         let queue = CommitQueue(store: store, logger: logger)
         let committer = Task { await queue.run() }
