@@ -13,8 +13,11 @@
 # the postgres user.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-duration="${1:-600}"
-shift || true
+duration=600
+if [[ "${1:-}" =~ ^[0-9]+$ ]]; then
+    duration="$1"
+    shift
+fi
 bin="${B:-.build-release/release}"
 log() { echo "chaos.sh: $*" >&2; }
 
@@ -42,7 +45,9 @@ if [ -z "$store" ]; then
 fi
 
 seed_given=false
-for argument in "$@"; do [ "$argument" = "--seed" ] && seed_given=true; done
+for argument in "$@"; do
+    case "$argument" in --seed | --seed=*) seed_given=true ;; esac
+done
 seed_options=()
 if ! $seed_given; then
     seed_options=(--seed "$((RANDOM * 32768 + RANDOM))")

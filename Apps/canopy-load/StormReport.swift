@@ -15,7 +15,8 @@ struct StormRound: Encodable {
     /// Over clients: the time from the cut to their listens being answered on a new connection,
     /// whether or not the write after the cut had been made by then.
     var restoreTime: LatencyFigures?
-    /// With --restart: from the signal until the new server accepted connections.
+    /// With --restart: from the signal until the new server accepted connections (with --nodes,
+    /// the stopped node is started again only after another took the namespace over).
     var serverDownSeconds: Double?
     /// With --nodes: the port of the node that served the namespace and was stopped.
     var restartedPort: Int?

@@ -470,14 +470,15 @@ final class RealtimeConnection: Subscriber, FlushTarget {
         }
     }
 
-    /// Takes the onDisconnect operations to run, at most once.
-    func retire() -> [DisconnectOperation] {
+    /// Takes the onDisconnect operations to run, at most once, with the caller they run as (read
+    /// together, so that a credential change racing the close cannot come between them).
+    func retire() -> (operations: [DisconnectOperation], caller: Caller) {
         state.withLock { state in
-            guard !state.retired else { return [] }
+            guard !state.retired else { return ([], state.caller) }
             state.retired = true
             state.expiry?.cancel()
             state.expiry = nil
-            return state.disconnect.takeAll()
+            return (state.disconnect.takeAll(), state.caller)
         }
     }
 
@@ -540,9 +541,9 @@ final class SessionRegistry: Sendable {
 extension CanopyServer {
     /// Runs a closing connection's onDisconnect writes and drops its listens.
     static func disconnect(_ connection: RealtimeConnection, from database: Database) async {
-        let operations = connection.retire()
+        let (operations, caller) = connection.retire()
         await database.removeSubscriber(connection.subscriberID)
         guard !operations.isEmpty else { return }
-        await database.runDisconnectWrites(operations, as: connection.caller, session: connection.sessionID)
+        await database.runDisconnectWrites(operations, as: caller, session: connection.sessionID)
     }
 }
