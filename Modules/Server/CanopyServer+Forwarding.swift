@@ -84,12 +84,19 @@ extension CanopyServer {
             if let name = HTTPField.Name(header.name) { headers.append(HTTPField(name: name, value: header.value)) }
         }
         let status = HTTPResponse.Status(code: Int(answer.status.code), reasonPhrase: answer.status.reasonPhrase)
-        return Response(
-            status: status, headers: headers,
-            body: await relay(answer.body, to: channel, limit: configuration.maxPendingOutboundBytes))
+        // An event stream waits between events, so it is watched for its client leaving; any other
+        // answer ends at a failed write when its client left, without a watch (which would also
+        // add a close callback per request on a kept-alive connection).
+        let isEventStream =
+            request.method == .get && request.headers[.accept]?.contains("text/event-stream") == true
+        let body =
+            isEventStream
+            ? await relay(answer.body, to: channel, limit: configuration.maxPendingOutboundBytes)
+            : ResponseBody(asyncSequence: answer.body)
+        return Response(status: status, headers: headers, body: body)
     }
 
-    /// The body of a proxied answer: a task reads `upstream` while the client is there, and ends it
+    /// The body of a proxied event stream: a task reads `upstream` while the client is there, and ends it
     /// (which ends the upstream request) once the client leaves; bytes read but not yet written
     /// to the client past `limit` close the client's connection, as a stalled reader's.
     private func relay(

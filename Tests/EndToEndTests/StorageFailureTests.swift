@@ -191,54 +191,14 @@ final class StalledStore: ServerStore {
 }
 
 struct StalledStoreTests {
-    @Test func writesAreRefusedWhileTheStoreIsTooFarBehindAndAcceptedOnceItCatchesUp() async throws {
+    /// A database whose store stalls, five writes behind and at its limit of five: `body` gets it,
+    /// its commit queue, the store (to release) and the five writes' outcomes to come.
+    static func withDatabaseFiveWritesBehind(
+        metrics: ServerMetrics = ServerMetrics(),
+        _ body: (Database, CommitQueue, StalledStore, [Task<WriteOutcome, Never>]) async throws -> Void
+    ) async throws {
         let store = StalledStore()
-        let logger = Logger(label: "test")
-        let queue = CommitQueue(store: store, logger: logger)
-        let committer = Task { await queue.run() }
-        defer {
-            queue.finish()
-            committer.cancel()
-        }
-        let metrics = ServerMetrics()
-        let database = try Database(
-            name: "test", store: store, commits: queue, metrics: metrics, logger: logger, maxUncommittedWrites: 5)
-        let accepted = (0..<5).map { index in
-            Task { await StorageFailureTests.set(database, Path("w/\(index)"), .number(Double(index))) }
-        }
-        while queue.uncommittedWrites < 5 { try await Task.sleep(for: .milliseconds(5)) }
-
-        // The store holds five writes it has not committed: the next is refused at once.
-        guard case .rejected(let error) = await StorageFailureTests.set(database, "w/late", 1) else {
-            Issue.record("a write was taken while the store was five writes behind")
-            return
-        }
-        #expect(error.status == "unavailable")
-        #expect(error.message == "the database is 5 writes behind its storage; retry shortly")
-        #expect(metrics.exposition().contains(#"canopy_limit_trips_total{limit="uncommitted_writes"} 1"#))
-
-        store.release()
-        for task in accepted {
-            guard case .ok = await task.value else {
-                Issue.record("a write taken before the stall was not stored")
-                return
-            }
-        }
-        // The count drops once the committer finished reporting the batch.
-        while queue.uncommittedWrites > 0 { try await Task.sleep(for: .milliseconds(5)) }
-        guard case .ok = await StorageFailureTests.set(database, "w/late", 1) else {
-            Issue.record("a write after the store caught up was refused")
-            return
-        }
-        let stored = await database.read("w", params: .default, caller: .admin)
-        #expect(stored.map { Array($0.children(in: .key)).count } == 6)
-    }
-
-    /// A connection's onDisconnect writes run once, when it ends: refusing them because the store
-    /// is behind would lose them (their record is removed with them), so they are taken anyway.
-    @Test func onDisconnectWritesAreTakenWhileTheStoreIsTooFarBehind() async throws {
-        let store = StalledStore()
-        // Whatever happens below, the commit thread is not left waiting.
+        // Whatever happens in `body`, the commit thread is not left waiting.
         defer { store.release() }
         let logger = Logger(label: "test")
         let queue = CommitQueue(store: store, logger: logger)
@@ -248,28 +208,64 @@ struct StalledStoreTests {
             committer.cancel()
         }
         let database = try Database(
-            name: "test", store: store, commits: queue, metrics: ServerMetrics(), logger: logger,
-            maxUncommittedWrites: 5)
+            name: "test", store: store, commits: queue, metrics: metrics, logger: logger, maxUncommittedWrites: 5)
         let accepted = (0..<5).map { index in
             Task { await StorageFailureTests.set(database, Path("w/\(index)"), .number(Double(index))) }
         }
         while queue.uncommittedWrites < 5 { try await Task.sleep(for: .milliseconds(5)) }
-        guard case .rejected = await StorageFailureTests.set(database, "w/late", 1) else {
-            Issue.record("a write was taken while the store was five writes behind")
-            return
-        }
+        try await body(database, queue, store, accepted)
+    }
 
-        await database.runDisconnectWrites(
-            [
-                DisconnectOperation(path: "presence/ada", kind: .set(false)),
-                DisconnectOperation(path: "rooms/lobby", kind: .update(["ada": true])),
-            ], as: .admin)
-        store.release()
-        for task in accepted { _ = await task.value }
-        while queue.uncommittedWrites > 0 { try await Task.sleep(for: .milliseconds(5)) }
-        let committed = store.committed
-        #expect(committed.child(at: "presence/ada").json() == false)
-        #expect(committed.child(at: "rooms/lobby/ada").json() == true)
-        #expect(committed.child(at: "w").json() == [0, 1, 2, 3, 4])
+    @Test func writesAreRefusedWhileTheStoreIsTooFarBehindAndAcceptedOnceItCatchesUp() async throws {
+        let metrics = ServerMetrics()
+        try await Self.withDatabaseFiveWritesBehind(metrics: metrics) { database, queue, store, accepted in
+            // The store holds five writes it has not committed: the next is refused at once.
+            guard case .rejected(let error) = await StorageFailureTests.set(database, "w/late", 1) else {
+                Issue.record("a write was taken while the store was five writes behind")
+                return
+            }
+            #expect(error.status == "unavailable")
+            #expect(error.message == "the database is 5 writes behind its storage; retry shortly")
+            #expect(metrics.exposition().contains(#"canopy_limit_trips_total{limit="uncommitted_writes"} 1"#))
+
+            store.release()
+            for task in accepted {
+                guard case .ok = await task.value else {
+                    Issue.record("a write taken before the stall was not stored")
+                    return
+                }
+            }
+            // The count drops once the committer finished reporting the batch.
+            while queue.uncommittedWrites > 0 { try await Task.sleep(for: .milliseconds(5)) }
+            guard case .ok = await StorageFailureTests.set(database, "w/late", 1) else {
+                Issue.record("a write after the store caught up was refused")
+                return
+            }
+            let stored = await database.read("w", params: .default, caller: .admin)
+            #expect(stored.map { Array($0.children(in: .key)).count } == 6)
+        }
+    }
+
+    /// A connection's onDisconnect writes run once, when it ends: refusing them because the store
+    /// is behind would lose them (their record is removed with them), so they are taken anyway.
+    @Test func onDisconnectWritesAreTakenWhileTheStoreIsTooFarBehind() async throws {
+        try await Self.withDatabaseFiveWritesBehind { database, queue, store, accepted in
+            guard case .rejected = await StorageFailureTests.set(database, "w/late", 1) else {
+                Issue.record("a write was taken while the store was five writes behind")
+                return
+            }
+            await database.runDisconnectWrites(
+                [
+                    DisconnectOperation(path: "presence/ada", kind: .set(false)),
+                    DisconnectOperation(path: "rooms/lobby", kind: .update(["ada": true])),
+                ], as: .admin)
+            store.release()
+            for task in accepted { _ = await task.value }
+            while queue.uncommittedWrites > 0 { try await Task.sleep(for: .milliseconds(5)) }
+            let committed = store.committed
+            #expect(committed.child(at: "presence/ada").json() == false)
+            #expect(committed.child(at: "rooms/lobby/ada").json() == true)
+            #expect(committed.child(at: "w").json() == [0, 1, 2, 3, 4])
+        }
     }
 }
