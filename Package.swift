@@ -229,6 +229,7 @@ let package = Package(
             name: "PersistenceTests",
             dependencies: [
                 "Tree", "Persistence", "PostgresStore", "CanopyTesting",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -7,7 +7,8 @@ import Synchronization
 /// `DispatchQueue.global()`, whose threads on Linux are that pool's.
 ///
 /// A call that has not finished after `timeout` (PostgreSQL unreachable, every pooled connection
-/// busy) is cancelled and fails, so that the blocked thread comes back.
+/// busy, a statement left unanswered) fails and the blocked thread comes back; the call is
+/// cancelled and left to end on its own (see ``FirstOutcome``).
 enum Blocking {
     static func run<Value: Sendable>(
         operation: String = "a call", timeout: Duration = .seconds(15),
@@ -18,19 +19,7 @@ enum Blocking {
         Task {
             let result: Result<Value, any Error>
             do {
-                result = .success(
-                    try await withThrowingTaskGroup(of: Value?.self) { group in
-                        group.addTask { try await body() }
-                        group.addTask {
-                            try await Task.sleep(for: timeout)
-                            return nil
-                        }
-                        defer { group.cancelAll() }
-                        guard let first = try await group.next(), let value = first else {
-                            throw PostgresStoreError.timedOut(operation: operation, after: timeout)
-                        }
-                        return value
-                    })
+                result = .success(try await FirstOutcome.of(operation, within: timeout, body))
             } catch {
                 result = .failure(error)
             }
@@ -39,7 +28,7 @@ enum Blocking {
         }
         finished.wait()
         guard let result = outcome.withLock({ $0 }) else {
-            throw PostgresStoreError.query(operation: "a call", message: "finished without a result")
+            throw PostgresStoreError.query(operation: operation, message: "finished without a result")
         }
         return try result.get()
     }

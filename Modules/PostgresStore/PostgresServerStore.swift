@@ -114,22 +114,25 @@ public final class PostgresServerStore: ServerStore {
     }
 
     public func loadTree() throws(PostgresStoreError) -> Node {
-        let (client, logger, namespace) = (storage.client, storage.logger, namespace)
+        let (storage, logger, namespace) = (storage, storage.logger, namespace)
+        let operation = "loading namespace \"\(namespace)\""
         let rows: [(String, String)]
         do {
             // Rows stream in at about half a million a second: the default 15 s would refuse a
             // namespace of a few million leaves.
-            rows = try Blocking.run(operation: "loading namespace \"\(namespace)\"", timeout: .seconds(600)) {
-                var rows: [(String, String)] = []
-                for try await row in try await client.query(
-                    "SELECT path, value FROM canopy_nodes WHERE ns = \(namespace) ORDER BY path", logger: logger
-                ).decode((String, String).self) {
-                    rows.append(row)
+            rows = try Blocking.run(operation: operation, timeout: .seconds(600)) {
+                try await storage.withConnection(operation) { connection in
+                    var rows: [(String, String)] = []
+                    for try await row in try await connection.query(
+                        "SELECT path, value FROM canopy_nodes WHERE ns = \(namespace) ORDER BY path", logger: logger
+                    ).decode((String, String).self) {
+                        rows.append(row)
+                    }
+                    return rows
                 }
-                return rows
             }
         } catch {
-            throw PostgresStorage.failure("loading namespace \"\(namespace)\"", error)
+            throw PostgresStorage.failure(operation, error)
         }
         var loader = TreeLoader()
         for (path, value) in rows {
@@ -182,12 +185,12 @@ public final class PostgresServerStore: ServerStore {
                 second.append("")
             }
         }
-        let (client, logger, namespace, epoch) = (storage.client, storage.logger, namespace, epoch)
+        let (logger, namespace, epoch) = (storage.logger, namespace, epoch)
         let lease = storage.leaseDuration.milliseconds
         let columns = (kinds, first, second)
-        try runFenced("committing \(writes.count) writes") {
+        try runFenced("committing \(writes.count) writes") { connection in
             let (kinds, first, second) = columns
-            try await client.query(
+            try await connection.query(
                 """
                 SELECT canopy_commit(\(namespace), \(epoch), \(lease), \(kinds), \(first), \(second))
                 """,
@@ -197,22 +200,24 @@ public final class PostgresServerStore: ServerStore {
     }
 
     public func storedDisconnects() throws(PostgresStoreError) -> [StoredDisconnect] {
-        let (client, logger, namespace) = (storage.client, storage.logger, namespace)
+        let (storage, logger, namespace) = (storage, storage.logger, namespace)
         let operation = "reading the onDisconnect operations of \"\(namespace)\""
         let rows: [(String, String)]
         do {
             rows = try Blocking.run(operation: operation) {
-                var rows: [(String, String)] = []
-                for try await row in try await client.query(
-                    """
-                    SELECT session, operations FROM canopy_disconnect WHERE ns = \(namespace)
-                    ORDER BY created_at, session
-                    """,
-                    logger: logger
-                ).decode((String, String).self) {
-                    rows.append(row)
+                try await storage.withConnection(operation) { connection in
+                    var rows: [(String, String)] = []
+                    for try await row in try await connection.query(
+                        """
+                        SELECT session, operations FROM canopy_disconnect WHERE ns = \(namespace)
+                        ORDER BY created_at, session
+                        """,
+                        logger: logger
+                    ).decode((String, String).self) {
+                        rows.append(row)
+                    }
+                    return rows
                 }
-                return rows
             }
         } catch {
             throw PostgresStorage.failure(operation, error)
@@ -276,9 +281,9 @@ public final class PostgresServerStore: ServerStore {
     }
 
     public func setting(_ name: String) throws(PostgresStoreError) -> JSONValue? {
-        let (client, logger, namespace) = (storage.client, storage.logger, namespace)
-        let text: String? = try run("reading setting \"\(name)\"") {
-            for try await value in try await client.query(
+        let (logger, namespace) = (storage.logger, namespace)
+        let text: String? = try run("reading setting \"\(name)\"") { connection in
+            for try await value in try await connection.query(
                 "SELECT value FROM canopy_settings WHERE ns = \(namespace) AND name = \(name)", logger: logger
             ).decode(String.self) {
                 return value
@@ -294,11 +299,11 @@ public final class PostgresServerStore: ServerStore {
     }
 
     public func setSetting(_ name: String, _ value: JSONValue?) throws(PostgresStoreError) {
-        let (client, logger, namespace, epoch) = (storage.client, storage.logger, namespace, epoch)
+        let (logger, namespace, epoch) = (storage.logger, namespace, epoch)
         let lease = storage.leaseDuration.milliseconds
         let text = value?.serialized()
-        try runFenced("writing setting \"\(name)\"") {
-            try await client.query(
+        try runFenced("writing setting \"\(name)\"") { connection in
+            try await connection.query(
                 "SELECT canopy_set_setting(\(namespace), \(epoch), \(lease), \(name), \(text))", logger: logger
             ).consume()
         }
@@ -308,9 +313,9 @@ public final class PostgresServerStore: ServerStore {
     public func close() throws(PostgresStoreError) {
         renewal.withLock { $0 }?.cancel()
         watchdog.withLock { $0 }?.cancel()
-        let (client, logger, namespace, epoch) = (storage.client, storage.logger, namespace, epoch)
-        try run("releasing namespace \"\(namespace)\"") {
-            try await client.query(
+        let (logger, namespace, epoch) = (storage.logger, namespace, epoch)
+        try run("releasing namespace \"\(namespace)\"") { connection in
+            try await connection.query(
                 "UPDATE canopy_owner SET lease_until = now() WHERE ns = \(namespace) AND epoch = \(epoch)",
                 logger: logger
             ).consume()
@@ -327,10 +332,18 @@ public final class PostgresServerStore: ServerStore {
     private func renewLease() async {
         let lease = storage.leaseDuration.milliseconds
         let sent = ContinuousClock.now
+        let (storage, namespace, epoch) = (storage, namespace, epoch)
+        let operation = "renewing the lease of namespace \"\(namespace)\""
         do {
-            try await storage.client.query(
-                "SELECT canopy_fence(\(namespace), \(epoch), \(lease))", logger: storage.logger
-            ).consume()
+            // A renewal that takes longer than the lease is of no use, and one left unanswered
+            // would stop the renewals for good.
+            try await FirstOutcome.of(operation, within: storage.leaseDuration) {
+                try await storage.withConnection(operation) { connection in
+                    try await connection.query(
+                        "SELECT canopy_fence(\(namespace), \(epoch), \(lease))", logger: storage.logger
+                    ).consume()
+                }
+            }
             renewed(at: sent)
         } catch {
             let failure = classify(error, "renewing")
@@ -351,7 +364,7 @@ public final class PostgresServerStore: ServerStore {
     /// now. Opening the namespace again takes a higher epoch, which fences a statement still in
     /// flight, and then reads what PostgreSQL holds.
     private func runFenced(
-        _ operation: String, _ body: @escaping @Sendable () async throws -> Void
+        _ operation: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> Void
     ) throws(PostgresStoreError) {
         guard isServing else { throw .fenced(namespace: namespace, epoch: epoch) }
         let sent = ContinuousClock.now
@@ -368,13 +381,15 @@ public final class PostgresServerStore: ServerStore {
         renewed(at: sent)
     }
 
-    /// Runs `body`, blocking, with PostgreSQL's errors turned into ``PostgresStoreError``s.
+    /// Runs `body` on a pooled connection, blocking, with PostgreSQL's errors turned into
+    /// ``PostgresStoreError``s.
     @discardableResult
     private func run<Value: Sendable>(
-        _ operation: String, _ body: @escaping @Sendable () async throws -> Value
+        _ operation: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> Value
     ) throws(PostgresStoreError) -> Value {
+        let storage = storage
         do {
-            return try Blocking.run(operation: operation, body)
+            return try Blocking.run(operation: operation) { try await storage.withConnection(operation, body) }
         } catch {
             throw classify(error, operation)
         }

@@ -169,14 +169,16 @@ public final class PostgresStorage: Sendable {
 
     /// Whether namespace `name` was ever written (it has an owner row). Blocks.
     public func namespaceExists(_ name: String) throws(PostgresStoreError) -> Bool {
-        let (client, logger) = (client, logger)
+        let operation = "looking up namespace \"\(name)\""
         do {
-            return try Blocking.run {
-                try await client.query("SELECT 1 FROM canopy_owner WHERE ns = \(name)", logger: logger)
-                    .collect().count > 0
+            return try Blocking.run(operation: operation) { [self] in
+                try await withConnection(operation) { [logger] connection in
+                    try await connection.query("SELECT 1 FROM canopy_owner WHERE ns = \(name)", logger: logger)
+                        .collect().count > 0
+                }
             }
         } catch {
-            throw Self.failure("looking up namespace \"\(name)\"", error)
+            throw Self.failure(operation, error)
         }
     }
 
@@ -185,37 +187,42 @@ public final class PostgresStorage: Sendable {
     /// holds its lease: one whose lease ran out, or whose node lock is free (it died), is taken
     /// over. Blocks.
     public func open(_ name: String) throws(PostgresStoreError) -> PostgresServerStore {
-        let (client, logger, node, host) = (client, logger, node, host)
+        let (logger, node, host) = (logger, node, host)
         let leaseMilliseconds = leaseDuration.milliseconds
+        let operation = "taking namespace \"\(name)\""
         let sent = ContinuousClock.now
         let epoch: Int64?
         do {
-            epoch = try Blocking.run {
-                let rows = try await client.query(
-                    """
-                    INSERT INTO canopy_owner (ns, node, host, epoch, lease_until)
-                        VALUES (\(name), \(node), \(host), 1, now() + \(leaseMilliseconds) * interval '1 millisecond')
-                    ON CONFLICT (ns) DO UPDATE SET node = EXCLUDED.node, host = EXCLUDED.host,
-                        epoch = canopy_owner.epoch + 1, lease_until = EXCLUDED.lease_until
-                    WHERE canopy_owner.lease_until < now() OR canopy_owner.node = EXCLUDED.node
-                        OR pg_try_advisory_xact_lock(\(Self.nodeLockClass), hashtext(canopy_owner.node))
-                    RETURNING epoch
-                    """,
-                    logger: logger)
-                for try await epoch in rows.decode(Int64.self) { return epoch }
-                return nil
+            epoch = try Blocking.run(operation: operation) { [self] in
+                try await withConnection(operation) { connection in
+                    let rows = try await connection.query(
+                        """
+                        INSERT INTO canopy_owner (ns, node, host, epoch, lease_until)
+                            VALUES (\(name), \(node), \(host), 1, now() + \(leaseMilliseconds) * interval '1 millisecond')
+                        ON CONFLICT (ns) DO UPDATE SET node = EXCLUDED.node, host = EXCLUDED.host,
+                            epoch = canopy_owner.epoch + 1, lease_until = EXCLUDED.lease_until
+                        WHERE canopy_owner.lease_until < now() OR canopy_owner.node = EXCLUDED.node
+                            OR pg_try_advisory_xact_lock(\(Self.nodeLockClass), hashtext(canopy_owner.node))
+                        RETURNING epoch
+                        """,
+                        logger: logger)
+                    for try await epoch in rows.decode(Int64.self) { return epoch }
+                    return nil
+                }
             }
         } catch {
-            throw Self.failure("taking namespace \"\(name)\"", error)
+            throw Self.failure(operation, error)
         }
         guard let epoch else {
-            let owner = try? Blocking.run { () -> (node: String, host: String?)? in
-                for try await owner in try await client.query(
-                    "SELECT node, host FROM canopy_owner WHERE ns = \(name)", logger: logger
-                ).decode((String, String?).self) {
-                    return owner
+            let owner = try? Blocking.run(operation: operation) { [self] () -> (node: String, host: String?)? in
+                try await withConnection(operation) { connection in
+                    for try await owner in try await connection.query(
+                        "SELECT node, host FROM canopy_owner WHERE ns = \(name)", logger: logger
+                    ).decode((String, String?).self) {
+                        return owner
+                    }
+                    return nil
                 }
-                return nil
             }
             throw .ownedElsewhere(
                 namespace: name, node: owner?.node ?? "another server", host: owner.flatMap { $0.host })

@@ -54,6 +54,7 @@ struct ClusterFaultSequenceTests {
                 do {
                     try await Self.runSequence(store: store, nodes: nodes)
                 } catch {
+                    print("cluster fault sequence: failed (\(error)); the nodes' logs end with:\n\(nodes.logs())")
                     await nodes.stop()
                     throw error
                 }
