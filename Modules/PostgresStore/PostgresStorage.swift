@@ -85,32 +85,34 @@ public final class PostgresStorage: Sendable {
             throw Self.connectionFailure(error, location: location)
         }
         do {
-            try await connection.withTransaction(logger: logger) { connection in
-                try await connection.query("SELECT pg_advisory_xact_lock(7414967254187)", logger: logger).consume()
-                try await connection.query(
-                    """
-                    CREATE TABLE IF NOT EXISTS canopy_migrations (
-                        name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())
-                    """,
-                    logger: logger
-                ).consume()
-                var applied: [String] = []
-                for try await name in try await connection.query(
-                    "SELECT name FROM canopy_migrations ORDER BY applied_at, name", logger: logger
-                ).decode(String.self) {
-                    applied.append(name)
-                }
-                if applied.contains(where: { !known.contains($0) }) {
-                    throw PostgresStoreError.newerSchema(applied: applied, known: known)
-                }
-                for migration in PostgresSchema.migrations where !applied.contains(migration.name) {
-                    for statement in migration.statements {
-                        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger).consume()
-                    }
+            try await Self.untilClosed(connection, "migrating") { [logger] in
+                try await connection.withTransaction(logger: logger) { connection in
+                    try await connection.query("SELECT pg_advisory_xact_lock(7414967254187)", logger: logger).consume()
                     try await connection.query(
-                        "INSERT INTO canopy_migrations (name) VALUES (\(migration.name))", logger: logger
+                        """
+                        CREATE TABLE IF NOT EXISTS canopy_migrations (
+                            name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())
+                        """,
+                        logger: logger
                     ).consume()
-                    logger.info("migrated the PostgreSQL store", metadata: ["migration": "\(migration.name)"])
+                    var applied: [String] = []
+                    for try await name in try await connection.query(
+                        "SELECT name FROM canopy_migrations ORDER BY applied_at, name", logger: logger
+                    ).decode(String.self) {
+                        applied.append(name)
+                    }
+                    if applied.contains(where: { !known.contains($0) }) {
+                        throw PostgresStoreError.newerSchema(applied: applied, known: known)
+                    }
+                    for migration in PostgresSchema.migrations where !applied.contains(migration.name) {
+                        for statement in migration.statements {
+                            try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger).consume()
+                        }
+                        try await connection.query(
+                            "INSERT INTO canopy_migrations (name) VALUES (\(migration.name))", logger: logger
+                        ).consume()
+                        logger.info("migrated the PostgreSQL store", metadata: ["migration": "\(migration.name)"])
+                    }
                 }
             }
         } catch {
@@ -137,29 +139,31 @@ public final class PostgresStorage: Sendable {
         }
         let (node, host, logger) = (node, host, logger)
         do {
-            let lock = try await connection.query(
-                "SELECT pg_try_advisory_lock(\(Self.nodeLockClass), hashtext(\(node)))", logger: logger)
-            var locked = false
-            for try await value in lock.decode(Bool.self) { locked = value }
-            guard locked else { throw PostgresStoreError.nodeInUse(node) }
-            if let host {
-                let others = try await connection.query(
-                    """
-                    SELECT node FROM canopy_members WHERE host = \(host) AND node <> \(node)
-                        AND NOT pg_try_advisory_xact_lock(\(Self.nodeLockClass), hashtext(node))
-                    """,
-                    logger: logger)
-                for try await other in others.decode(String.self) {
-                    throw PostgresStoreError.hostInUse(host, node: other)
+            try await Self.untilClosed(connection, "joining as node \"\(node)\"") {
+                let lock = try await connection.query(
+                    "SELECT pg_try_advisory_lock(\(Self.nodeLockClass), hashtext(\(node)))", logger: logger)
+                var locked = false
+                for try await value in lock.decode(Bool.self) { locked = value }
+                guard locked else { throw PostgresStoreError.nodeInUse(node) }
+                if let host {
+                    let others = try await connection.query(
+                        """
+                        SELECT node FROM canopy_members WHERE host = \(host) AND node <> \(node)
+                            AND NOT pg_try_advisory_xact_lock(\(Self.nodeLockClass), hashtext(node))
+                        """,
+                        logger: logger)
+                    for try await other in others.decode(String.self) {
+                        throw PostgresStoreError.hostInUse(host, node: other)
+                    }
                 }
+                try await connection.query(
+                    """
+                    INSERT INTO canopy_members (node, host, joined_at) VALUES (\(node), \(host), now())
+                    ON CONFLICT (node) DO UPDATE SET host = EXCLUDED.host, joined_at = EXCLUDED.joined_at
+                    """,
+                    logger: logger
+                ).consume()
             }
-            try await connection.query(
-                """
-                INSERT INTO canopy_members (node, host, joined_at) VALUES (\(node), \(host), now())
-                ON CONFLICT (node) DO UPDATE SET host = EXCLUDED.host, joined_at = EXCLUDED.joined_at
-                """,
-                logger: logger
-            ).consume()
         } catch {
             try? await connection.close()
             throw Self.failure("joining as node \"\(node)\"", error)
