@@ -346,6 +346,8 @@ public final class PostgresServerStore: ServerStore {
             }
             renewed(at: sent)
         } catch {
+            // Renewals stop (the store closes or stepped down): nothing went wrong.
+            if Task.isCancelled { return }
             let failure = classify(error, "renewing")
             if case .fenced = failure {
                 stepDown(reason: "another server took the namespace over")
