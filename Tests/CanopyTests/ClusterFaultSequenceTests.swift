@@ -126,21 +126,15 @@ struct ClusterFaultSequenceTests {
         before = try await checker.check(after: "SIGKILL of the owner (\(owner))", moved: true, since: before)
 
         // 2. The owner stopped past its lease; another node takes the namespace meanwhile; it goes on.
-        owner = try await Self.owner(store)
-        writer.start()
-        try await waitUntil("writes before the pause") { writer.count >= writer.countAtStart + 20 }
-        await nodes.pause(owner)
-        let latePause = try await raw.sendLate("late/pause")
-        try await Task.sleep(for: .seconds(leaseSeconds + 1))
-        try await takeOver(nodes, from: owner, writing: "pause", writer: writer, what: "during the pause")
-        nodes.resume(owner)
-        await expectNotAcknowledged(latePause, "the paused owner (\(owner)) after it resumed", nodes, owner)
-        let afterPause = writer.count
-        try await waitUntil("writes after the pause") { writer.count >= afterPause + 10 }
-        await writer.stop()
-        let pause = "SIGSTOP of the owner (\(owner)) past its lease"
-        before = try await checker.check(after: pause, moved: true, since: before)
-        #expect(try await storedCount(store, path: "late/pause") == "0", "\(pause): the late write was stored")
+        before = try await isolateOwner(
+            store: store, nodes: nodes, writer: writer, raw: raw, checker: checker, since: before, key: "pause",
+            fault: { "SIGSTOP of the owner (\($0)) past its lease" },
+            isolate: { owner in
+                await nodes.pause(owner)
+                return { nodes.resume(owner) }
+            },
+            // A paused process does not renew; the others wait out its lease.
+            waitBeforeTakeOver: .seconds(leaseSeconds + 1))
 
         // 3. PostgreSQL restarted as after a crash.
         owner = try await Self.owner(store)
@@ -157,25 +151,47 @@ struct ClusterFaultSequenceTests {
 
         // 4. The owner cut from PostgreSQL and from its clients, until another node took over.
         if nodes.hasNetworks {
-            owner = try await Self.owner(store)
-            writer.start()
-            try await waitUntil("writes before the partition") { writer.count >= writer.countAtStart + 20 }
-            try await nodes.cut(owner)
-            let lateCut = try await raw.sendLate("late/cut")
-            let cut = ContinuousClock.now
-            try await takeOver(nodes, from: owner, writing: "cut", writer: writer, what: "during the partition")
-            print("cluster fault sequence: another node took the namespace \(ContinuousClock.now - cut) after the cut")
-            try await nodes.heal(owner)
-            await expectNotAcknowledged(lateCut, "the cut-off owner (\(owner)) after the link came back", nodes, owner)
-            let afterCut = writer.count
-            try await waitUntil("writes after the partition") { writer.count >= afterCut + 10 }
-            await writer.stop()
-            let partition = "the owner (\(owner)) cut from PostgreSQL and its clients"
-            before = try await checker.check(after: partition, moved: true, since: before)
-            #expect(try await storedCount(store, path: "late/cut") == "0", "\(partition): the late write was stored")
+            before = try await isolateOwner(
+                store: store, nodes: nodes, writer: writer, raw: raw, checker: checker, since: before, key: "cut",
+                fault: { "the owner (\($0)) cut from PostgreSQL and its clients" },
+                isolate: { owner in
+                    try await nodes.cut(owner)
+                    return { try await nodes.heal(owner) }
+                },
+                waitBeforeTakeOver: .zero)
         } else {
             print("cluster fault sequence: no network namespaces here; the partition was left out")
         }
+    }
+
+    /// One fault that isolates the namespace's owner (`isolate` returns how to undo it) while the
+    /// writer runs: a write sent to the owner after it was isolated, another node taking the
+    /// namespace, the owner back; the late write must never be acknowledged nor stored, and every
+    /// promise holds after it.
+    private static func isolateOwner(
+        store: PostgresTestCluster, nodes: FaultNodes, writer: NumberedWriter, raw: RawClient,
+        checker: PromiseChecker, since before: Checkpoint, key: String, fault: (String) -> String,
+        isolate: (String) async throws -> @Sendable () async throws -> Void, waitBeforeTakeOver: Duration
+    ) async throws -> Checkpoint {
+        let owner = try await Self.owner(store)
+        let fault = fault(owner)
+        writer.start()
+        try await waitUntil("writes before \(fault)") { writer.count >= writer.countAtStart + 20 }
+        let restore = try await isolate(owner)
+        let late = try await raw.sendLate("late/\(key)")
+        let isolated = ContinuousClock.now
+        try await Task.sleep(for: waitBeforeTakeOver)
+        try await takeOver(nodes, from: owner, writing: key, writer: writer, what: "during \(fault)")
+        print(
+            "cluster fault sequence: another node took the namespace \(ContinuousClock.now - isolated) after \(fault)")
+        try await restore()
+        await expectNotAcknowledged(late, "the owner (\(owner)) once back", nodes, owner)
+        let afterFault = writer.count
+        try await waitUntil("writes after \(fault)") { writer.count >= afterFault + 10 }
+        await writer.stop()
+        let checkpoint = try await checker.check(after: fault, moved: true, since: before)
+        #expect(try await storedCount(store, path: "late/\(key)") == "0", "\(fault): the late write was stored")
+        return checkpoint
     }
 
     // MARK: Faults
