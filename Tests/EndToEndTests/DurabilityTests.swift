@@ -46,10 +46,15 @@ struct DurabilityTests {
 
         let first = try await ServerProcess.start(executable: executable, dataDirectory: folder)
         let acknowledged = Acknowledged()
-        let writers = Task {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for writer in 0..<writerCount {
-                    let client = try await RealtimeTestClient.connect(url: first.webSocketURL(namespace: namespace))
+        // Every writer is connected before any writes: one still connecting when the first ones
+        // reach the count below would meet the stopped server (seen in CI).
+        var clients: [RealtimeTestClient] = []
+        for _ in 0..<writerCount {
+            clients.append(try await RealtimeTestClient.connect(url: first.webSocketURL(namespace: namespace)))
+        }
+        let writers = Task { [clients] in
+            await withTaskGroup(of: Void.self) { group in
+                for (writer, client) in clients.enumerated() {
                     group.addTask {
                         await Self.write(as: writer, with: client) { sequence in
                             acknowledged.record(sequence, by: writer)
@@ -57,7 +62,6 @@ struct DurabilityTests {
                         await client.close()
                     }
                 }
-                try await group.waitForAll()
             }
         }
 
@@ -67,7 +71,7 @@ struct DurabilityTests {
             try await Task.sleep(for: .milliseconds(20))
         }
         try await stop(first)
-        try await writers.value
+        await writers.value
         let acked = acknowledged.byWriter
         let total = acked.values.reduce(0) { $0 + $1.count }
         #expect(total >= 200, "only \(total) writes were acknowledged before the deadline; log:\n\(first.log)")
