@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import NIOCore
 import Prometheus
 import Query
@@ -42,25 +43,45 @@ extension CanopyServer {
             return Self.error(.badRequest, "Invalid path: \(reason)")
         }
         let namespace = rest.namespace(host: request.head.authority, default: configuration.defaultNamespace)
-        let lease: DatabaseLease
-        do {
-            lease = try await databases.lease(namespace)
-        } catch .invalidName(let name) {
-            return Self.error(.badRequest, "Invalid namespace \"\(name)\"")
-        } catch .unknown(let name) {
-            return Self.error(.notFound, "Namespace \"\(name)\" does not exist")
-        } catch .storage(let reason) {
-            return Self.error(.internalServerError, "Storage error: \(reason)")
-        } catch .tooManyOpen(let limit) {
-            return Self.error(.serviceUnavailable, "Too many namespaces in use (at most \(limit)); try again later")
-        } catch .servedElsewhere(let name, let node, let host) {
-            guard let host else {
-                return Self.error(.serviceUnavailable, "Namespace \"\(name)\" is served by \(node)")
+        // A write this process could not store because the namespace moved to another process
+        // meanwhile (nothing was stored) is looked up again, and so taken to the new owner.
+        var request = request
+        for attempt in 1...2 {
+            let lease: DatabaseLease
+            do {
+                lease = try await databases.lease(namespace)
+            } catch .invalidName(let name) {
+                return Self.error(.badRequest, "Invalid namespace \"\(name)\"")
+            } catch .unknown(let name) {
+                return Self.error(.notFound, "Namespace \"\(name)\" does not exist")
+            } catch .storage(let reason) {
+                return Self.error(.internalServerError, "Storage error: \(reason)")
+            } catch .tooManyOpen(let limit) {
+                return Self.error(.serviceUnavailable, "Too many namespaces in use (at most \(limit)); try again later")
+            } catch .servedElsewhere(let name, let node, let host) {
+                guard let host else {
+                    return Self.error(.serviceUnavailable, "Namespace \"\(name)\" is served by \(node)")
+                }
+                return await forward(request, to: host, namespace: name, channel: channel)
+            } catch .shuttingDown {
+                return Self.error(.serviceUnavailable, "The server is shutting down")
             }
-            return await forward(request, to: host, namespace: name, channel: channel)
-        } catch .shuttingDown {
-            return Self.error(.serviceUnavailable, "The server is shutting down")
+            if let response = try await serve(&request, rest: rest, lease: lease, channel: channel) {
+                return response
+            }
+            logger.debug(
+                "a REST write found its namespace moved; looking it up again",
+                metadata: ["namespace": "\(namespace)", "attempt": "\(attempt)"])
         }
+        return Self.error(.serviceUnavailable, WriteError.moved(namespace).message)
+    }
+
+    /// Answers `request` from the database `lease` holds (releasing the lease, unless an event
+    /// stream keeps it); `nil` for a write not stored because the namespace moved to another process.
+    /// The request's body is read here, and kept in `request` for a second attempt.
+    private func serve(
+        _ request: inout Request, rest: RESTRequest, lease: DatabaseLease, channel: any Channel
+    ) async throws -> Response? {
         // An event stream keeps its lease until it ends.
         var leaseOutlivesRequest = false
         defer { if !leaseOutlivesRequest { lease.release() } }
@@ -72,7 +93,6 @@ extension CanopyServer {
         case .failure(let refusal): return refusal.response
         }
         if rest.isRulesDocument { return try await rules(request, rest: rest, caller: caller, database: database) }
-        var body = request
         switch request.method {
         case .get:
             if request.headers[.accept]?.contains("text/event-stream") == true {
@@ -86,7 +106,7 @@ extension CanopyServer {
         case .put, .patch, .post:
             let json: JSONValue
             do {
-                json = try await Self.jsonBody(of: &body, limit: configuration.maxMessageBytes)
+                json = try await Self.jsonBody(of: &request, limit: configuration.maxMessageBytes)
             } catch let refusal {
                 return refusal.response
             }
@@ -173,10 +193,11 @@ extension CanopyServer {
         return Self.json(value, status: .ok, headers: headers, rest: rest)
     }
 
+    /// `nil` when the write was not stored because the namespace moved to another process.
     private func write(
         _ method: HTTPRequest.Method, json: JSONValue, rest: RESTRequest, request: Request, caller: Caller,
         database: Database
-    ) async -> Response {
+    ) async -> Response? {
         let ifMatch = request.headers[.ifMatch]
         let expectedHash = ifMatch.map { $0 == "null_etag" ? "" : $0 }
         var answer = json
@@ -224,6 +245,8 @@ extension CanopyServer {
             return Self.json(body, status: .preconditionFailed, headers: headers, rest: rest)
         case .rejected(let error) where error == .permissionDenied:
             return Self.permissionDenied
+        case .rejected(let error) where error.isMoved:
+            return nil
         case .rejected(let error) where error.status == "unavailable":
             return Self.error(.serviceUnavailable, error.message)
         case .rejected(let error) where error.status == "storage_error":

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOWebSocket
 import Presence
 import Prometheus
 import Query
@@ -50,6 +51,10 @@ extension CanopyServer {
             case .ok: connection.send(.ok(number))
             case .datastale:
                 connection.send(.response(number: number, status: "datastale", data: "Transaction hash does not match"))
+            case .rejected(let error) where error.isMoved:
+                // Not stored here: unanswered, the client sends it again after it reconnected, to
+                // the namespace's new owner (with its write id, so it runs there once).
+                connection.closeAfterPendingMessages(code: .goingAway)
             case .rejected(let error):
                 connection.send(.response(number: number, status: error.status, data: .string(error.message)))
             }

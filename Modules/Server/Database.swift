@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOPosix
 import Persistence
+import PostgresStore
 import Presence
 import Prometheus
 import Query
@@ -64,6 +65,8 @@ actor Database {
     nonisolated let keepsDisconnectOperations: Bool
     /// How the writes clients named with a ``WriteID`` ended; also updated from commit callbacks.
     let appliedWrites = AppliedWrites()
+    /// Fires when the store lost the namespace to another process (PostgreSQL only).
+    private let lost: StepDownSignal?
 
     /// The rules of a namespace that never had rules set: everything readable and writable.
     static let openRulesText = """
@@ -78,9 +81,10 @@ actor Database {
     /// Opens the database; `rules`, when given (`canopy-server --rules`), replaces the stored rules.
     init(
         name: String, store: any ServerStore, commits: CommitQueue, metrics: ServerMetrics, logger: Logger,
-        rules override: StartupRules? = nil, maxUncommittedWrites: Int = .max
+        rules override: StartupRules? = nil, maxUncommittedWrites: Int = .max, stepDown: StepDownSignal? = nil
     ) throws {
         self.name = name
+        self.lost = stepDown
         self.maxUncommittedWrites = maxUncommittedWrites
         self.store = store
         self.commits = commits
@@ -317,12 +321,10 @@ actor Database {
         for write in writes { root.update(at: write.path, to: write.node) }
         let deliveries = fanOut(at: path, old: old ?? root, new: root, merge: merge)
         metrics.writes.increment(by: Int64(writes.count))
-        submit(writes, deliveries: deliveries) { result in
+        submit(writes, deliveries: deliveries) { [name, lost] result in
             switch result {
             case .success: done(nil)
-            case .failure(let error):
-                let reason = (error as? StoreError)?.clientMessage ?? "see the server's log"
-                done(WriteError(status: "storage_error", message: "the write could not be stored: \(reason)"))
+            case .failure(let error): done(Self.commitFailure(error, namespace: name, lost: lost?.hasFired == true))
             }
         }
         recheckDataDependentListens()
@@ -348,13 +350,23 @@ actor Database {
         return children
     }
 
+    /// What the writer of a write whose commit failed with `error` is told. A write known not to be
+    /// stored because the namespace is now another process's is ``WriteError/moved(_:)``, which a
+    /// REST request takes to the new owner: fenced by a higher epoch, or held back after an earlier
+    /// commit failed and the store gave the namespace up (`lost`).
+    nonisolated static func commitFailure(_ error: any Error, namespace: String, lost: Bool) -> WriteError {
+        if case .fenced? = error as? PostgresStoreError { return .moved(namespace) }
+        if lost, case .haltedAfterFailure? = error as? StoreError { return .moved(namespace) }
+        let reason = (error as? StoreError)?.clientMessage ?? "see the server's log"
+        return WriteError(status: "storage_error", message: "the write could not be stored: \(reason)")
+    }
+
     /// Why a write cannot be taken now: the database recovers from a storage failure, or its store
     /// has fallen ``maxUncommittedWrites`` writes behind (a stalled disk), which would otherwise
     /// grow memory without bound.
     private func refuseWhileRecovering() -> WriteError? {
         if steppedDown {
-            return WriteError(
-                status: "unavailable", message: "namespace \"\(name)\" moved to another server; reconnect")
+            return .moved(name)
         }
         if recovering {
             return WriteError(

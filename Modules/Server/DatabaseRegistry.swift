@@ -15,6 +15,8 @@ import Tree
 /// ``ServerConfiguration/maxOpenNamespaces`` are open the one unused for the longest makes room.
 /// A namespace whose file does not exist is opened on a ``DeferredServerStore``: reading it creates
 /// nothing, and the first write creates the file (when ``ServerConfiguration/createsNamespacesOnWrite``).
+/// In PostgreSQL every open takes the namespace's lease first, for a read or a listen as for a write:
+/// a process serves only the namespaces it holds, and sends the clients of the others to their owner.
 ///
 /// Opening runs on NIO's blocking thread pool (SQLite opens the file and the whole tree is read),
 /// so a large namespace that opens delays only its own clients.
@@ -77,7 +79,13 @@ actor DatabaseRegistry {
     /// A lease on database `name`, opening it if it is not open; release it when done.
     func lease(_ name: String) async throws(LookupError) -> DatabaseLease {
         while true {
-            if let namespace = open[name] { return DatabaseLease(namespace) }
+            if let namespace = open[name] {
+                // Lost to another process, and not closed yet: close it now and look again, so that
+                // the request goes to the namespace's new owner.
+                guard namespace.stepDown?.hasFired == true else { return DatabaseLease(namespace) }
+                await stepDown(namespace)
+                continue
+            }
             guard Self.isValidName(name) else { throw .invalidName(name) }
             guard !isShuttingDown else { throw .shuttingDown }
             // Whoever resumes first after a closing or an opening records its outcome, so that no
@@ -136,6 +144,8 @@ actor DatabaseRegistry {
     private func stepDown(_ namespace: OpenNamespace) async {
         guard open[namespace.name] === namespace else { return }
         await namespace.database.stepDown()
+        // Another caller may have closed it meanwhile (a request found it stepped down).
+        guard open[namespace.name] === namespace else { return }
         steppedDown?(namespace.database)
         close(namespace, reason: "stepped_down")
     }
@@ -163,44 +173,34 @@ actor DatabaseRegistry {
                             metrics.tripped(.namespaceCreation)
                             throw .unknown(name)
                         }
-                        return DeferredServerStore(
-                            initialSettings: initialSettings, keepsDisconnectOperations: postgres != nil, create: create
-                        )
+                        return DeferredServerStore(initialSettings: initialSettings, create: create)
                     }
                     let store: any ServerStore
                     var created: DeferredServerStore?
                     if let postgres, let signal {
-                        let exists: Bool
-                        do {
-                            exists = try postgres.namespaceExists(name)
-                        } catch {
-                            throw storageFailure(name, error, logger: logger)
-                        }
-                        if exists {
-                            do throws(PostgresStoreError) {
-                                let owned = try postgres.open(name)
-                                owned.whenSteppedDown { signal.fire() }
-                                store = owned
+                        // Served only under its lease, from the first request on, whatever it is
+                        // (a read, a listen, a write): two processes never both answer for it.
+                        if !creates {
+                            let exists: Bool
+                            do {
+                                exists = try postgres.namespaceExists(name)
                             } catch {
-                                if case .ownedElsewhere(_, let node, let host) = error {
-                                    throw .servedElsewhere(name, node: node, host: host)
-                                }
                                 throw storageFailure(name, error, logger: logger)
                             }
-                        } else {
-                            // Another server may create it first: then this one steps down, and its
-                            // clients reconnect to that one.
-                            let made = try deferred {
-                                do {
-                                    let owned = try postgres.open(name)
-                                    owned.whenSteppedDown { signal.fire() }
-                                    return owned
-                                } catch {
-                                    signal.fire()
-                                    throw error
-                                }
+                            guard exists else {
+                                metrics.tripped(.namespaceCreation)
+                                throw .unknown(name)
                             }
-                            (store, created) = (made, made)
+                        }
+                        do throws(PostgresStoreError) {
+                            let owned = try postgres.open(name)
+                            owned.whenSteppedDown { signal.fire() }
+                            store = owned
+                        } catch {
+                            if case .ownedElsewhere(_, let node, let host) = error {
+                                throw .servedElsewhere(name, node: node, host: host)
+                            }
+                            throw storageFailure(name, error, logger: logger)
                         }
                     } else if let folder = configuration.dataDirectory {
                         let file = URL(fileURLWithPath: folder).appendingPathComponent("\(name).sqlite").path
@@ -227,7 +227,7 @@ actor DatabaseRegistry {
                     do {
                         database = try Database(
                             name: name, store: store, commits: queue, metrics: metrics, logger: logger, rules: rules,
-                            maxUncommittedWrites: configuration.maxUncommittedWrites)
+                            maxUncommittedWrites: configuration.maxUncommittedWrites, stepDown: signal)
                     } catch {
                         try? store.close()
                         throw storageFailure(name, error, logger: logger)

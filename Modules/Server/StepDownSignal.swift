@@ -16,6 +16,9 @@ final class StepDownSignal: Sendable {
         handler?()
     }
 
+    /// Whether the signal fired.
+    var hasFired: Bool { state.withLock { $0.fired } }
+
     /// Runs `handler` when the signal fires (at once if it has).
     func onFire(_ handler: @escaping @Sendable () -> Void) {
         let now = state.withLock { state in

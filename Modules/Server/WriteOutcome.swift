@@ -39,5 +39,16 @@ public struct WriteError: Error, Sendable, Equatable, CustomStringConvertible {
         return .invalidData(error.description)
     }
 
+    /// A write not stored because another server process serves `namespace` now (cluster mode):
+    /// sent again, to the new owner, it is stored there.
+    public static func moved(_ namespace: String) -> WriteError {
+        WriteError(status: "unavailable", message: "namespace \"\(namespace)\"\(movedSuffix)")
+    }
+
+    private static let movedSuffix = " moved to another server; reconnect"
+
+    /// Whether this is ``moved(_:)``.
+    public var isMoved: Bool { status == "unavailable" && message.hasSuffix(Self.movedSuffix) }
+
     public var description: String { "\(status): \(message)" }
 }

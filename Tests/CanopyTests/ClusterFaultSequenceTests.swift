@@ -457,14 +457,6 @@ struct PromiseChecker {
         return parts.isEmpty ? "(same)" : parts.joined(separator: "; ")
     }
 
-    private func eventually(timeout: Duration, _ condition: () async -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(100))
-        }
-        return await condition()
-    }
 }
 
 /// Samples the namespace's epoch in PostgreSQL every quarter second, from start to ``stop()``, so

@@ -17,16 +17,6 @@ struct NamespaceLimitTests {
             .sorted()
     }
 
-    /// Waits up to 15 s for `condition`.
-    private static func eventually(_ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(15)
-        while ContinuousClock.now < deadline {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return condition()
-    }
-
     @Test func readsAndListensOfUnknownNamespacesCreateNoFile() async throws {
         try await withTestServer { server in
             let folder = try #require(server.dataDirectory)
@@ -97,7 +87,7 @@ struct NamespaceLimitTests {
         try await withTestServer(configure: { $0.namespaceIdleTimeout = .milliseconds(200) }) { server in
             let folder = try #require(server.dataDirectory)
             #expect(try await server.http(.PUT, "/v.json?ns=idle", body: "7").status == 200)
-            #expect(await Self.eventually { ProcessResources.openFiles(under: folder).isEmpty })
+            #expect(await eventually { ProcessResources.openFiles(under: folder).isEmpty })
             #expect(server.metric("canopy_namespaces_open") == 0)
             #expect(try await server.http(.GET, "/v.json?ns=idle").body == "7")
 
@@ -108,7 +98,7 @@ struct NamespaceLimitTests {
             #expect(!ProcessResources.openFiles(under: folder).isEmpty)
             try await client.put("w", 9)
             await client.close()
-            #expect(await Self.eventually { ProcessResources.openFiles(under: folder).isEmpty })
+            #expect(await eventually { ProcessResources.openFiles(under: folder).isEmpty })
             #expect(try await server.http(.GET, "/w.json?ns=idle").body == "9")
         }
     }
