@@ -42,12 +42,12 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
             context.close(promise: nil)
             return
         }
-        // The validator must see each frame before the aggregator joins fragments, which drops
-        // their reserved bits and masks.
-        let aggregator = try? context.pipeline.syncOperations.handler(type: NIOWebSocketFrameAggregator.self)
+        // The validator reads the bytes the frame decoder is given, to judge each frame by its
+        // header.
         do {
-            try context.pipeline.syncOperations.addHandler(
-                WebSocketFrameValidator(), position: aggregator.map { .before($0) } ?? .before(self))
+            let decoder = try context.pipeline.syncOperations.handler(
+                type: ByteToMessageHandler<WebSocketFrameDecoder>.self)
+            try context.pipeline.syncOperations.addHandler(WebSocketFrameValidator(), position: .before(decoder))
         } catch {
             context.close(promise: nil)
             return

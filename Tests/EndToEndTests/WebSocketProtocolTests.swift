@@ -1,3 +1,4 @@
+import CanopyServer
 import CanopyTesting
 import Testing
 import Transport
@@ -45,6 +46,31 @@ struct WebSocketProtocolTests {
             let socket = try await RawWebSocket.connect(to: server)
             try socket.sendFrame(
                 rsv: bad.rsv, opcode: bad.opcode, payload: Self.putBytes(on: socket), masked: bad.masked)
+            try await Self.expectFailed(socket, code: 1002, observer: clients[0])
+        }
+    }
+
+    /// The first bytes of a frame that already break the protocol, the rest of the frame never sent.
+    struct BadHeader: Sendable, CustomTestStringConvertible {
+        let testDescription: String
+        let bytes: [UInt8]
+    }
+
+    static let headerErrors = [
+        BadHeader(testDescription: "reserved opcode 0x5 (the character 5 typed after the upgrade)", bytes: [0x35]),
+        BadHeader(testDescription: "reserved opcode 0x5, one byte", bytes: [0x05]),
+        BadHeader(testDescription: "reserved control opcode 0xB", bytes: [0x8B]),
+        BadHeader(testDescription: "RSV1 on a text frame", bytes: [0xC1]),
+        BadHeader(testDescription: "unmasked text frame of 125 bytes", bytes: [0x81, 0x7D]),
+        BadHeader(testDescription: "unmasked fragment with a 16-bit length", bytes: [0x01, 0x7E, 0x10]),
+    ]
+
+    @Test(arguments: headerErrors)
+    func aFrameHeaderBreakingTheProtocolFailsTheConnectionBeforeTheFrameArrives(_ bad: BadHeader) async throws {
+        // A 10-minute heartbeat: within the wait below, only the header can end the connection.
+        try await withClients(1, configure: { $0.heartbeatInterval = .seconds(600) }) { server, clients in
+            let socket = try await RawWebSocket.connect(to: server)
+            try socket.send(bad.bytes)
             try await Self.expectFailed(socket, code: 1002, observer: clients[0])
         }
     }
