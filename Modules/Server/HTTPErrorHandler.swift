@@ -3,11 +3,13 @@ import NIOHTTP1
 
 /// Answers a request that cannot be served as HTTP with a status and a JSON error saying what was
 /// wrong, then closes the connection: what NIO's decoder throws (mapped in
-/// ``HTTPRefusal/init(parserError:inRequestLine:)``) and what it lets through but Canopy refuses
-/// (``HTTPRefusal/init(checking:requestLineEndsInBareLF:)``).
+/// ``HTTPRefusal/init(parserError:inRequestLine:)``), what it lets through but Canopy refuses
+/// (``HTTPRefusal/init(checking:requestLineEndsInBareLF:maxBodyBytes:)``), and the chunk sizes
+/// ``RequestFramingMeter`` refuses. A request it lets through that expects `100-continue` (and has
+/// a body) is answered `100 Continue` at once.
 ///
 /// It sits where NIO's `HTTPServerProtocolErrorHandler` would, right after the decoder, and like
-/// it passes parser errors on, so that a responder reading a body sees the body fail. After it has
+/// it passes errors on, so that a responder reading a body sees the body fail. After it has
 /// answered, it drops everything else read or written on the connection.
 final class HTTPErrorHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
@@ -18,40 +20,66 @@ final class HTTPErrorHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Thrown to writers after the connection was refused.
     struct ConnectionRefused: Error {}
 
-    private let requestLine: RequestLineMeter
+    private let framing: RequestFramingMeter
+    private let maxBodyBytes: Int
     private var responseInProgress = false
     private var refused = false
+    /// The method of the request being received, once its head arrived.
+    private var method: HTTPMethod?
 
-    init(requestLine: RequestLineMeter) {
-        self.requestLine = requestLine
+    init(framing: RequestFramingMeter, maxBodyBytes: Int) {
+        self.framing = framing
+        self.maxBodyBytes = maxBodyBytes
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !refused else { return }
         switch unwrapInboundIn(data) {
         case .head(let head):
-            if let refusal = HTTPRefusal(checking: head, requestLineEndsInBareLF: requestLine.requestLineEndsInBareLF) {
+            method = head.method
+            if let refusal = HTTPRefusal(
+                checking: head, requestLineEndsInBareLF: framing.requestLineEndsInBareLF, maxBodyBytes: maxBodyBytes)
+            {
                 refuse(refusal, context: context)
                 return
+            }
+            if Self.expectsContinue(head) {
+                context.writeAndFlush(
+                    wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .continue))), promise: nil)
             }
         case .body:
             break
         case .end:
-            requestLine.expectRequestLine()
+            method = nil
         }
         context.fireChannelRead(data)
+    }
+
+    /// Whether the client waits for `100 Continue` before it sends the body (RFC 9110 §10.1.1):
+    /// an HTTP/1.1 request with a body that expects it.
+    private static func expectsContinue(_ head: HTTPRequestHead) -> Bool {
+        guard head.version.major > 1 || (head.version.major == 1 && head.version.minor >= 1),
+            head.headers[canonicalForm: "Expect"].contains(where: { $0.lowercased() == "100-continue" })
+        else { return false }
+        let length = head.headers["Content-Length"].first.flatMap { Int($0) } ?? 0
+        return length > 0 || head.headers.contains(name: "Transfer-Encoding")
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // Once answered, the decoder's complaints about bytes that keep coming are expected.
         guard !refused else { return }
+        if let refusal = error as? HTTPRefusal {
+            refuse(refusal, context: context)
+            context.fireErrorCaught(error)
+            return
+        }
         guard let parserError = error as? HTTPParserError,
-            let refusal = HTTPRefusal(parserError: parserError, inRequestLine: requestLine.inRequestLine)
+            let refusal = HTTPRefusal(parserError: parserError, inRequestLine: framing.inRequestLine)
         else {
             context.fireErrorCaught(error)
             return
         }
-        refuse(requestLine.requestLineEndsInBareLF ? .bareLineFeed : refusal, context: context)
+        refuse(framing.requestLineEndsInBareLF ? .bareLineFeed : refusal, context: context)
         context.fireErrorCaught(error)
     }
 
@@ -77,9 +105,12 @@ final class HTTPErrorHandler: ChannelDuplexHandler, RemovableChannelHandler {
             channel.close(promise: nil)
             return
         }
-        let (head, body) = refusal.response(allocator: channel.allocator)
-        context.write(wrapOutboundOut(.head(head)), promise: nil)
-        context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+        let bytes = refusal.serialized(allocator: channel.allocator, withBody: method != .HEAD)
+        // Written below NIO's response encoder, which would take the body out of an answer to CONNECT.
+        guard let encoder = try? context.pipeline.syncOperations.context(handlerType: HTTPResponseEncoder.self) else {
+            channel.close(promise: nil)
+            return
+        }
+        encoder.writeAndFlush(NIOAny(bytes)).whenComplete { _ in channel.close(promise: nil) }
     }
 }

@@ -8,10 +8,21 @@ extension HTTPRefusal {
     static let bareLineFeed = HTTPRefusal(
         status: .badRequest, message: "Malformed request line: it ends in a bare LF instead of CRLF")
 
+    /// A body over the server's limit (``ServerConfiguration/maxMessageBytes``), refused from its
+    /// announced length before any of it is read.
+    static func bodyTooLarge(limit: Int, announced: String) -> HTTPRefusal {
+        HTTPRefusal(status: .payloadTooLarge, message: "Request body exceeds \(limit) bytes (\(announced))")
+    }
+
+    /// A chunk size of a chunked body that does not fit in a signed 64-bit length.
+    static let chunkSizeOverflow = HTTPRefusal(
+        status: .badRequest, message: "Malformed chunked body: a chunk size overflows (more than 2^63 - 1 bytes)")
+
     /// Checks what NIO's decoder lets through but Canopy refuses, where the request head is seen:
     /// a request line ending in a bare LF, CONNECT (its body would be a tunnel), ambiguous body
-    /// lengths, and realtime upgrades NIO's WebSocket upgrader would drop without an answer.
-    init?(checking head: HTTPRequestHead, requestLineEndsInBareLF: Bool) {
+    /// lengths, a `Content-Length` over `maxBodyBytes`, an expectation other than `100-continue`,
+    /// and realtime upgrades NIO's WebSocket upgrader would drop without an answer.
+    init?(checking head: HTTPRequestHead, requestLineEndsInBareLF: Bool, maxBodyBytes: Int) {
         if requestLineEndsInBareLF {
             self = .bareLineFeed
             return
@@ -36,6 +47,18 @@ extension HTTPRefusal {
             self.init(
                 status: .badRequest,
                 message: "Conflicting body length: Content-Length sent together with Transfer-Encoding")
+            return
+        }
+        if let length = lengths.first, Int(length).map({ $0 > maxBodyBytes }) ?? true {
+            self = .bodyTooLarge(limit: maxBodyBytes, announced: "Content-Length: \(length)")
+            return
+        }
+        let expectations = head.headers[canonicalForm: "Expect"].filter { !$0.isEmpty }
+        if let unknown = expectations.first(where: { $0.lowercased() != "100-continue" }) {
+            self.init(
+                status: .expectationFailed,
+                message: "Expectation \"\(unknown)\" is not supported; the server understands only Expect: 100-continue"
+            )
             return
         }
         if let refusal = Self(checkingRealtimeUpgrade: head) {

@@ -43,9 +43,9 @@ struct RealtimeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             let upgradeAttempted = NIOLoopBoundBox(false, eventLoop: channel.eventLoop)
-            let requestLine = RequestLineMeter()
-            let errorHandler = HTTPErrorHandler(requestLine: requestLine)
-            let httpOnlyHandlers = NIOLoopBound((requestLine, errorHandler), eventLoop: channel.eventLoop)
+            let framing = RequestFramingMeter(maxChunkBytes: server.configuration.maxMessageBytes)
+            let errorHandler = HTTPErrorHandler(framing: framing, maxBodyBytes: server.configuration.maxMessageBytes)
+            let httpOnlyHandlers = NIOLoopBound((framing, errorHandler), eventLoop: channel.eventLoop)
             let server = self.server
             let maxFrameBytes = self.maxFrameBytes
             let upgrader = NIOTypedWebSocketServerUpgrader<UpgradeResult>(
@@ -54,11 +54,16 @@ struct RealtimeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                     upgradeAttempted.value = true
                     let isRealtime = head.uri == "/.ws" || head.uri.hasPrefix("/.ws?")
                     if isRealtime {
-                        // They read HTTP parts and would meet WebSocket frames; the error handler
-                        // has already checked this request's key and version.
-                        let (requestLine, errorHandler) = httpOnlyHandlers.value
+                        // The error handler reads HTTP parts and would meet WebSocket frames; it has
+                        // already checked this request's key and version. The meter may be handing
+                        // on this request out of a read that holds frames too: it passes those on,
+                        // then goes.
+                        let (framing, errorHandler) = httpOnlyHandlers.value
                         channel.pipeline.syncOperations.removeHandler(errorHandler, promise: nil)
-                        channel.pipeline.syncOperations.removeHandler(requestLine, promise: nil)
+                        framing.passThrough()
+                        channel.eventLoop.assumeIsolated().execute {
+                            channel.pipeline.syncOperations.removeHandler(framing, promise: nil)
+                        }
                     }
                     return channel.eventLoop.makeSucceededFuture(isRealtime ? HTTPHeaders() : nil)
                 },
@@ -101,7 +106,7 @@ struct RealtimeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                 configuration: configuration)
             let decoder = try channel.pipeline.syncOperations.handler(
                 type: ByteToMessageHandler<HTTPRequestDecoder>.self)
-            try channel.pipeline.syncOperations.addHandler(requestLine, position: .before(decoder))
+            try channel.pipeline.syncOperations.addHandler(framing, position: .before(decoder))
             try channel.pipeline.syncOperations.addHandler(errorHandler, position: .after(decoder))
             return Value(upgradeResult: result, channel: channel)
         }

@@ -44,6 +44,9 @@ struct HTTPMethodTests {
             let connect = try await server.exchangeRaw("CONNECT 127.0.0.1:9 HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n")
             #expect(connect.status == 405, "answer: \(connect.text)")
             #expect(connect.header("Allow") == "GET, HEAD, PUT, POST, PATCH, DELETE, OPTIONS")
+            #expect(connect.header("Content-Type") == "application/json; charset=utf-8")
+            #expect(connect.header("Content-Length") == String(connect.body.utf8.count))
+            #expect(connect.json?["error"]?.stringValue?.contains("CONNECT") == true, "body: \(connect.body)")
             #expect(connect.closedByServer)
         }
     }

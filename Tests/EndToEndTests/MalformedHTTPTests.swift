@@ -1,4 +1,5 @@
 import CanopyTesting
+import Foundation
 import Testing
 import Tree
 
@@ -69,6 +70,22 @@ struct MalformedHTTPTests {
             "malformed chunk size after a good chunk",
             "PUT /m.json HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n7\r\nzz\r\n", 400,
             mentions: "chunk"),
+        // Refused from what is announced, before any of the body is sent.
+        Malformed(
+            "Content-Length over the body limit",
+            "PUT /m.json HTTP/1.1\r\nHost: x\r\nContent-Length: 20000000000\r\n\r\n", 413, mentions: "exceeds"),
+        Malformed(
+            "chunk size that overflows",
+            "PUT /m.json HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\n", 400,
+            mentions: "overflows"),
+        Malformed(
+            "chunk over the body limit after a good chunk",
+            "PUT /m.json HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n7\r\n1000001\r\n", 413,
+            mentions: "exceeds"),
+        Malformed(
+            "expectation other than 100-continue",
+            "PUT /m.json HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nContent-Length: 1\r\n\r\n1", 417,
+            mentions: "expect"),
     ]
 
     @Test(arguments: cases)
@@ -94,6 +111,21 @@ struct MalformedHTTPTests {
             #expect(answer.status == 200, "answer: \(answer.text.prefix(300))")
             #expect(answer.body == "7")
             #expect(try await server.http(.GET, "/m.json").body == "7")
+        }
+    }
+
+    @Test func chunkedBodiesAndRequestsSentBehindThemAreServed() async throws {
+        try await withTestServer { server in
+            // A chunk extension, a trailer, and two more requests in the same bytes.
+            let chunked =
+                "PUT /c.json HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + "3;note=a\r\n{\"a\r\n6\r\n\": 12}\r\n0\r\nX-Trailer: t\r\n\r\n"
+            let fixed = "PUT /f.json HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n8"
+            let read = "GET /c.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            let answer = try await server.exchangeRaw(chunked + fixed + read)
+            #expect(answer.text.components(separatedBy: "HTTP/1.1 200 OK").count == 4, "answer: \(answer.text)")
+            #expect(answer.text.hasSuffix(#"{"a":12}"#))
+            #expect(try await server.http(.GET, "/f.json").body == "8")
         }
     }
 }
