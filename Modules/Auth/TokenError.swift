@@ -43,6 +43,9 @@ public enum TokenError: Error, Hashable, Sendable, CustomStringConvertible {
     case missingExpiry
     /// No non-empty `sub`, `uid` or `user_id` claim names the user.
     case missingSubject
+    /// `owner`, the Firebase emulator's admin credential, on a verifier that does not accept it (neither
+    /// ``TokenVerifierConfiguration/isEmulator`` nor ``TokenVerifierConfiguration/acceptsOwner``).
+    case ownerNotAccepted
     /// An `auth_variable_override` (or `authvar`) that is not a JSON object or `null`.
     case invalidAuthVariableOverride(reason: String)
 
@@ -72,6 +75,7 @@ public enum TokenError: Error, Hashable, Sendable, CustomStringConvertible {
             "token audience \(got.map { "\"\($0)\"" }.joined(separator: ", ")) does not include \"\(expected)\""
         case .missingExpiry: "token has no expiry (exp)"
         case .missingSubject: "token names no user (sub, uid or user_id)"
+        case .ownerNotAccepted: "'owner' is the admin only in emulator mode"
         case .invalidAuthVariableOverride(let reason): "invalid auth variable override: \(reason)"
         }
     }

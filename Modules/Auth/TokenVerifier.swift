@@ -1,7 +1,8 @@
 /// Turns the credential a client presents (the realtime `auth` request's `cred`, a REST `auth=` or
 /// `access_token=` parameter, a bearer token) into who it speaks for, or says exactly why it does not.
 ///
-/// The admin secret (and `owner` in emulator mode) is the admin; anything else must be a JWT signed with
+/// The admin secret (and `owner` in emulator mode, or when ``TokenVerifierConfiguration/acceptsOwner``) is the
+/// admin; `owner` is otherwise refused as ``TokenError/ownerNotAccepted``; anything else must be a JWT signed with
 /// HS256 (the shared secret) or RS256/ES256 (a key of the key set, chosen by `kid`), carrying the configured
 /// `iss` and `aud`, within its `exp`, `nbf` and `iat` give or take the clock skew, and naming a user:
 /// ```swift
@@ -39,7 +40,10 @@ public struct TokenVerifier: Sendable {
             throw .tooLarge(size: size, limit: configuration.maximumTokenBytes)
         }
         if let adminSecret, adminSecret.matches(credential) { return .admin }
-        if configuration.isEmulator, credential == "owner" { return .admin }
+        if credential == "owner" {
+            guard configuration.isEmulator || configuration.acceptsOwner else { throw .ownerNotAccepted }
+            return .admin
+        }
         return .user(try await identity(verifying: credential))
     }
 }

@@ -55,6 +55,9 @@ public struct TokenVerifierConfiguration: Sendable {
     ///
     /// Never enable this on a server reachable by untrusted clients: anyone can then act as any user.
     public var isEmulator: Bool
+    /// Accept `owner` as the admin credential, as the Firebase emulator does, without accepting unsigned
+    /// tokens: for a development server that has no other credential. ``isEmulator`` implies it.
+    public var acceptsOwner: Bool
     /// The current time; tests inject a fixed clock.
     public var now: @Sendable () -> Date
 
@@ -68,6 +71,7 @@ public struct TokenVerifierConfiguration: Sendable {
         maximumTokenBytes: Int = 8 * 1024,
         adminSecret: String? = nil,
         isEmulator: Bool = false,
+        acceptsOwner: Bool = false,
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.sharedSecret = sharedSecret
@@ -78,6 +82,7 @@ public struct TokenVerifierConfiguration: Sendable {
         self.maximumTokenBytes = maximumTokenBytes
         self.adminSecret = adminSecret
         self.isEmulator = isEmulator
+        self.acceptsOwner = acceptsOwner
         self.now = now
     }
 }

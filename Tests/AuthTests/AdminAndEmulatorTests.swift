@@ -13,15 +13,22 @@ struct AdminAndEmulatorTests {
         }
     }
 
-    @Test func ownerIsTheAdminOnlyInEmulatorMode() async throws {
-        let server = try await TestTokens.verifier()
+    @Test func ownerIsTheAdminOnlyInEmulatorModeOrWhereAccepted() async throws {
+        let server = try await TestTokens.verifier { $0.adminSecret = "s3cret-admin" }
         let emulator = try await TestTokens.verifier { $0.isEmulator = true }
+        let accepting = try await TestTokens.verifier { $0.acceptsOwner = true }
 
         #expect(try await emulator.verify("owner") == .admin)
-        let error = await #expect(throws: TokenError.self) { try await server.verify("owner") }
-        guard case .malformed = error else {
-            Issue.record("expected malformed, got \(String(describing: error))")
-            return
+        #expect(try await accepting.verify("owner") == .admin)
+        await #expect(throws: TokenError.ownerNotAccepted) { try await server.verify("owner") }
+        #expect(TokenError.ownerNotAccepted.description.contains("emulator"))
+    }
+
+    @Test func acceptingOwnerDoesNotAcceptUnsignedTokens() async throws {
+        let verifier = try await TestTokens.verifier { $0.acceptsOwner = true }
+
+        await #expect(throws: TokenError.algorithmNotAllowed("none")) {
+            try await verifier.verify(TestTokens.defaultMockUserToken())
         }
     }
 
