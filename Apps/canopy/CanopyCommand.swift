@@ -18,7 +18,8 @@ struct CanopyCommand: AsyncParsableCommand {
         discussion: """
             Talks to the server at --url (or CANOPY_DATABASE_URL, else http://127.0.0.1:9000); the \
             namespace comes from ?ns=NAME. --token (or CANOPY_TOKEN) is sent as 'Authorization: Bearer \
-            TOKEN'; 'owner' is the admin. Values print as pretty, coloured JSON on a terminal and as compact \
+            TOKEN'; 'owner' is the admin of a local server without credentials or with --emulator. Values \
+            print as pretty, coloured JSON on a terminal and as compact \
             JSON when piped or with --json (NO_COLOR turns colours off). Errors are one line on stderr.
 
             Examples:

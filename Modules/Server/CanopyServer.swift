@@ -170,14 +170,24 @@ public struct CanopyServer: Sendable {
 
     /// Makes the token verifier and reads the rules file, before anything is served.
     private func prepareAuthentication() async throws(StartupError) {
+        var authentication = configuration.authentication
+        authentication.acceptsOwner = configuration.acceptsOwner
         do {
-            authenticator.start(try await TokenVerifier(configuration: configuration.authentication))
+            authenticator.start(
+                try await TokenVerifier(configuration: authentication), ownerRefusal: configuration.ownerRefusal)
         } catch {
             throw .authentication(problem: error.description)
         }
         if configuration.authentication.isEmulator {
             logger.warning(
                 "emulator mode: 'owner' is the admin and unsigned tokens are accepted; do not expose this server")
+        } else if authentication.acceptsOwner {
+            logger.notice(
+                """
+                development server: no credential is configured, so 'owner' is the admin (as in the Firebase \
+                emulator) and a namespace without rules allows everyone everything; --admin-secret, \
+                --auth-secret or --jwks-file end this
+                """)
         }
         guard let file = configuration.rulesFile else { return }
         let text: String

@@ -132,7 +132,7 @@ struct SecurityRulesTests {
                 ("expired", try await SignedTokens.token(uid: "ada", lifetime: -3600), "expired"),
                 ("alg none outside emulator mode", SignedTokens.unsigned(uid: "ada"), "emulator"),
                 ("oversized", String(repeating: "a", count: 20_000), "limit"),
-                ("owner outside emulator mode", "owner", "malformed"),
+                ("owner outside emulator mode", "owner", "--emulator"),
             ]
             for (name, token, reason) in cases {
                 let response = try await server.http(.GET, "/public.json?auth=\(token)")

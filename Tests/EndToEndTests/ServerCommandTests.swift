@@ -107,6 +107,48 @@ struct ServerCommandTests {
 
     // MARK: Rules and credentials
 
+    /// The README's first command, no options: `owner` (what firebase-admin sends with
+    /// `FIREBASE_DATABASE_EMULATOR_HOST` set) is the admin, and the log says so.
+    @Test func theDefaultServerTakesOwnerAsTheAdmin() async throws {
+        let executable = try #require(serverExecutable)
+        let folder = try TestServer.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let server = try await ServerProcess.start(executable: executable, dataDirectory: folder)
+        do {
+            let rules = #"{"rules": {".read": false, ".write": false}}"#
+            let bearer = [("Authorization", "Bearer owner")]
+            let set = try await Self.http(server, .PUT, "/.settings/rules.json", headers: bearer, body: rules)
+            #expect(set.status == 200, "only the admin sets rules: \(set.body)")
+            #expect(try await Self.http(server, .PUT, "/a.json", body: "1").status == 401)
+            #expect(try await Self.http(server, .PUT, "/a.json?auth=owner", body: "1").status == 200)
+            #expect(try await Self.http(server, .GET, "/a.json", headers: bearer).json == 1)
+        } catch {
+            await server.terminate()
+            throw error
+        }
+        await server.terminate()
+        #expect(server.log.contains("development server: no credential is configured"), "\(server.log)")
+    }
+
+    /// A server with an admin secret refuses `owner` with what to do (the same with tokens and no
+    /// admin secret; ``expectSecured(_:)`` checks it on every secured server below).
+    @Test func aServerWithAnAdminSecretRefusesOwnerSayingWhatToDo() async throws {
+        let executable = try #require(serverExecutable)
+        let folder = try TestServer.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let server = try await ServerProcess.start(
+            executable: executable, dataDirectory: folder,
+            environment: ["CANOPY_ADMIN_SECRET": SignedTokens.adminSecret])
+        let refused = try await Self.http(server, .GET, "/.settings/rules.json?auth=owner")
+        await server.terminate()
+        #expect(refused.status == 401)
+        #expect(
+            refused.json?["error"]?.stringValue
+                == "'owner' is not the admin here: this server has an admin secret (--admin-secret, "
+                + "CANOPY_ADMIN_SECRET): send it instead; or run a development server with --emulator")
+        #expect(!server.log.contains("development server"), "\(server.log)")
+    }
+
     @Test func rulesAuthSecretAndAdminSecretFromTheirOptions() async throws {
         try await Self.withSecuredProcess { folder in
             (
@@ -248,7 +290,7 @@ struct ServerCommandTests {
         let refused: [(String, String, String)] = [
             ("another secret", try await SignedTokens.token(uid: "ada", secret: otherSecret), "signature"),
             ("expired", try await SignedTokens.token(uid: "ada", lifetime: -1800), "expired"),
-            ("owner", "owner", "malformed"),
+            ("owner", "owner", "--emulator"),
             ("unsigned", SignedTokens.unsigned(uid: "ada"), "emulator"),
         ]
         for (name, token, reason) in refused {
