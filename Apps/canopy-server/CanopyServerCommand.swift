@@ -220,46 +220,9 @@ struct CanopyServerCommand: AsyncParsableCommand {
             """)
     var emulator = false
 
-    func validate() throws {
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
-        guard heartbeatInterval > 0 else { throw ValidationError("--heartbeat-interval must be positive") }
-        guard shutdownTimeout > 0 else { throw ValidationError("--shutdown-timeout must be positive") }
-        guard sseKeepaliveInterval > 0 else { throw ValidationError("--sse-keepalive-interval must be positive") }
-        guard maxMessageBytes >= 1024 else { throw ValidationError("--max-message-bytes must be at least 1024") }
-        guard maxPendingOutboundBytes >= 65536 else {
-            throw ValidationError("--max-pending-outbound-bytes must be at least 65536")
-        }
-        guard maxPendingRequestBytes >= 65536 else {
-            throw ValidationError("--max-pending-request-bytes must be at least 65536")
-        }
-        guard maxTotalPendingOutboundBytes >= 65536 else {
-            throw ValidationError("--max-total-pending-outbound-bytes must be at least 65536")
-        }
-        guard maxUncommittedWrites >= 1 else { throw ValidationError("--max-uncommitted-writes must be at least 1") }
-        guard maxQueryIndexesPerNode >= 1 else {
-            throw ValidationError("--max-query-indexes-per-node must be at least 1")
-        }
-        guard queryIndexIdleTimeout > 0 else { throw ValidationError("--query-index-idle-timeout must be positive") }
-        guard maxListensPerConnection >= 1 else {
-            throw ValidationError("--max-listens-per-connection must be at least 1")
-        }
-        guard maxOnDisconnectBytes >= 1024 else {
-            throw ValidationError("--max-on-disconnect-bytes must be at least 1024")
-        }
-        guard maxOpenNamespaces >= 1 else { throw ValidationError("--max-open-namespaces must be at least 1") }
-        guard namespaceIdleTimeout > 0 else { throw ValidationError("--namespace-idle-timeout must be positive") }
-        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
-        guard authClockSkew >= 0 else { throw ValidationError("--auth-clock-skew must not be negative") }
-        guard authMaxTokenBytes >= 256 else { throw ValidationError("--auth-max-token-bytes must be at least 256") }
-        for name in ["CANOPY_IN_MEMORY", "CANOPY_FSYNC", "CANOPY_EMULATOR", "CANOPY_CREATE_NAMESPACES"]
-        where env(name) != nil && envFlag(name) == nil {
-            throw ValidationError("\(name) must be true or false (or 1 or 0), not \"\(env(name) ?? "")\"")
-        }
-    }
-
     func run() async throws {
         var logger = Logger(label: "canopy-server")
-        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        logger.logLevel = Logger.Level(rawValue: logLevel.lowercased()) ?? .info
         var configuration = ServerConfiguration()
         configuration.host = host
         configuration.port = port
@@ -278,11 +241,7 @@ struct CanopyServerCommand: AsyncParsableCommand {
             }
             configuration.advertiseHost = advertiseHost
         }
-        guard let forwarding = RESTForwarding(rawValue: restForwarding) else {
-            throw ValidationError("--rest-forwarding must be auto, redirect or proxy, not \"\(restForwarding)\"")
-        }
-        configuration.restForwarding = forwarding
-        guard leaseDuration >= 1 else { throw ValidationError("--lease-duration must be at least 1 second") }
+        configuration.restForwarding = RESTForwarding(rawValue: restForwarding) ?? .auto
         configuration.leaseDuration = .milliseconds(Int(leaseDuration * 1000))
         configuration.defaultNamespace = defaultNamespace
         configuration.createsNamespaces = createNamespaces ?? envFlag("CANOPY_CREATE_NAMESPACES")
@@ -324,11 +283,11 @@ struct CanopyServerCommand: AsyncParsableCommand {
     }
 }
 
-private func env(_ name: String) -> String? { ProcessInfo.processInfo.environment[name] }
+func env(_ name: String) -> String? { ProcessInfo.processInfo.environment[name] }
 
 /// A boolean environment variable: `true`/`1`/`yes`/`on` or `false`/`0`/`no`/`off`; `nil` when unset
 /// or anything else.
-private func envFlag(_ name: String) -> Bool? {
+func envFlag(_ name: String) -> Bool? {
     switch env(name)?.lowercased() {
     case "true", "1", "yes", "on": true
     case "false", "0", "no", "off": false

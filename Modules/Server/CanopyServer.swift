@@ -74,8 +74,7 @@ public struct CanopyServer: Sendable {
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? server.configuration.port
                 server.boundPort.value.withLock { $0 = port }
-                server.logger.info(
-                    "canopy-server listening", metadata: ["host": "\(server.configuration.host)", "port": "\(port)"])
+                server.logger.notice("canopy-server listening", metadata: server.startupFacts(port: port))
                 await onRunning(port)
             },
             logger: logger
@@ -94,7 +93,8 @@ public struct CanopyServer: Sendable {
     /// Past the timeout the remaining steps are cancelled; what the commit queues hold is still
     /// committed before this returns.
     ///
-    /// Throws ``StartupError`` when the data folder is unusable or the address is taken.
+    /// Throws ``StartupError`` when the data folder, the store, the rules file or the credentials are
+    /// unusable, or the address cannot be listened on.
     public func run(
         handleSignals: Bool = false, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
@@ -121,10 +121,25 @@ public struct CanopyServer: Sendable {
         defer { postgres?.pool.cancel() }
         do {
             try await ServiceGroup(configuration: group).run()
-        } catch let error as IOError where error.errnoCode == EADDRINUSE {
-            throw StartupError.addressInUse(host: configuration.host, port: configuration.port)
+        } catch let error as IOError where boundPort.value.withLock({ $0 }) == nil {
+            if error.errnoCode == EADDRINUSE {
+                throw StartupError.addressInUse(host: configuration.host, port: configuration.port)
+            }
+            throw StartupError.cannotListen(host: configuration.host, port: configuration.port, errno: error.errnoCode)
+        } catch is SocketAddressError where boundPort.value.withLock({ $0 }) == nil {
+            throw StartupError.cannotListen(host: configuration.host, port: configuration.port, errno: nil)
         }
-        logger.info("canopy-server stopped")
+        logger.notice("canopy-server stopped")
+    }
+
+    /// What the "listening" log line tells: where, the version, where the data lives, the rules file.
+    func startupFacts(port: Int) -> Logger.Metadata {
+        var facts: Logger.Metadata = [
+            "host": "\(configuration.host)", "port": "\(port)", "version": "\(Self.version)",
+            "data": "\(configuration.postgresURL != nil ? "postgresql" : configuration.dataDirectory ?? "memory only")",
+        ]
+        if let rules = configuration.rulesFile { facts["rules"] = "\(rules)" }
+        return facts
     }
 
     /// This machine's name as the kernel has it (`ProcessInfo.hostName` may ask DNS, and wait).
@@ -156,7 +171,7 @@ public struct CanopyServer: Sendable {
             throw .store(problem: error.description)
         }
         await databases.usePostgres(storage) { [sessions] database in sessions.closeAll(using: database) }
-        logger.info("keeping namespaces in PostgreSQL", metadata: ["store": "\(location)", "node": "\(node)"])
+        logger.notice("keeping namespaces in PostgreSQL", metadata: ["store": "\(location)", "node": "\(node)"])
         if let host = configuration.advertiseHost, !host.hasPrefix("s-") {
             logger.warning(
                 """
@@ -176,7 +191,7 @@ public struct CanopyServer: Sendable {
             authenticator.start(
                 try await TokenVerifier(configuration: authentication), ownerRefusal: configuration.ownerRefusal)
         } catch {
-            throw .authentication(problem: error.description)
+            throw .authentication(error)
         }
         if configuration.authentication.isEmulator {
             logger.warning(

@@ -18,11 +18,7 @@ extension ServerConfiguration {
                 throw .dataDirectory(path: path, problem: "it is a file, not a folder")
             }
         } else {
-            do {
-                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-            } catch {
-                throw .dataDirectory(path: path, problem: "it does not exist and cannot be created (\(error))")
-            }
+            try Self.createFolder(path)
         }
         // Creating a file is the only test that holds for every user (root ignores permission bits).
         let probe = (path as NSString).appendingPathComponent(".canopy-write-check-\(getpid())")
@@ -32,5 +28,24 @@ extension ServerConfiguration {
         }
         close(descriptor)
         unlink(probe)
+    }
+
+    /// Creates `path` and the folders above it that are missing, one `mkdir` at a time, so that a
+    /// failure names the folder that could not be made and the system's reason.
+    private static func createFolder(_ path: String) throws(StartupError) {
+        var missing: [String] = []
+        var folder = path
+        while !folder.isEmpty, folder != "/", !FileManager.default.fileExists(atPath: folder) {
+            missing.append(folder)
+            let parent = (folder as NSString).deletingLastPathComponent
+            if parent == folder { break }
+            folder = parent
+        }
+        for folder in missing.reversed() {
+            guard mkdir(folder, 0o755) != 0, errno != EEXIST else { continue }
+            let reason = String(cString: strerror(errno))
+            let which = folder == path ? "" : " (making \(folder))"
+            throw .dataDirectory(path: path, problem: "it does not exist and cannot be created\(which): \(reason)")
+        }
     }
 }

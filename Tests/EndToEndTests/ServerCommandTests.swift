@@ -105,6 +105,147 @@ struct ServerCommandTests {
         #expect(output.contains("CANOPY_FSYNC must be true or false"), "output:\n\(output)")
     }
 
+    // MARK: Start-up problems: one line each, saying what and where
+
+    /// Every numeric `CANOPY_…` variable that does not hold a number it takes is refused with what it
+    /// must be, instead of being replaced by its default.
+    @Test func aNumericVariableThatIsNotANumberItTakesIsRefused() async throws {
+        let executable = try #require(serverExecutable)
+        let seconds = "a number of seconds, more than 0 and at most 1000000000"
+        let variables: [(name: String, value: String, expected: String)] = [
+            ("CANOPY_PORT", "abc", "an integer from 0 to 65535"),
+            ("CANOPY_PORT", "70000", "an integer from 0 to 65535"),
+            ("CANOPY_MAX_MESSAGE_BYTES", "16MB", "an integer of at least 1024"),
+            ("CANOPY_MAX_PENDING_OUTBOUND_BYTES", "x", "an integer of at least 65536"),
+            ("CANOPY_MAX_PENDING_REQUEST_BYTES", "x", "an integer of at least 65536"),
+            ("CANOPY_MAX_TOTAL_PENDING_OUTBOUND_BYTES", "x", "an integer of at least 65536"),
+            ("CANOPY_MAX_UNCOMMITTED_WRITES", "1.5", "an integer of at least 1"),
+            ("CANOPY_MAX_QUERY_INDEXES_PER_NODE", "x", "an integer of at least 1"),
+            ("CANOPY_MAX_LISTENS_PER_CONNECTION", "0", "an integer of at least 1"),
+            ("CANOPY_MAX_ON_DISCONNECT_BYTES", "x", "an integer of at least 1024"),
+            ("CANOPY_MAX_OPEN_NAMESPACES", "", "an integer of at least 1"),
+            ("CANOPY_AUTH_MAX_TOKEN_BYTES", "x", "an integer of at least 256"),
+            ("CANOPY_LEASE_DURATION", "5s", "a number of seconds, at least 1 and at most 1000000000"),
+            ("CANOPY_HEARTBEAT_INTERVAL", "inf", seconds),
+            ("CANOPY_SSE_KEEPALIVE_INTERVAL", "x", seconds),
+            ("CANOPY_NAMESPACE_IDLE_TIMEOUT", "-1", seconds),
+            ("CANOPY_QUERY_INDEX_IDLE_TIMEOUT", "x", seconds),
+            ("CANOPY_SHUTDOWN_TIMEOUT", "nan", seconds),
+            ("CANOPY_AUTH_CLOCK_SKEW", "x", "a number of seconds, at least 0 and at most 1000000000"),
+        ]
+        for variable in variables {
+            // The option given on the command line does not hide a mistake in the environment.
+            let (status, output) = try await ServerProcess.run(
+                executable: executable, arguments: ["--port", "0", "--in-memory"],
+                environment: [variable.name: variable.value])
+            let expected = "Error: \(variable.name) must be \(variable.expected), not \"\(variable.value)\""
+            #expect(status == 64, "\(variable.name)=\(variable.value)")
+            #expect(Self.lines(output).first == expected, "\(variable.name)=\(variable.value): \(output)")
+        }
+    }
+
+    /// Options and variables with a value the server cannot use: `ExitCode.validationFailure` (64),
+    /// and the first line says which, what it is and what it must be.
+    @Test(
+        arguments: [
+            (
+                ["--log-level", "verbose"], [:],
+                #"--log-level must be one of trace, debug, info, notice, warning, error, critical, not "verbose""#
+            ),
+            (
+                [], ["CANOPY_LOG_LEVEL": "verbose"],
+                #"CANOPY_LOG_LEVEL must be one of trace, debug, info, notice, warning, error, critical, not "verbose""#
+            ),
+            (["--port", "70000"], [:], "--port must be an integer from 0 to 65535, not 70000"),
+            (
+                ["--heartbeat-interval", "inf"], [:],
+                "--heartbeat-interval must be a number of seconds, more than 0 and at most 1000000000, not inf"
+            ),
+            (
+                [], ["CANOPY_REST_FORWARDING": "always"],
+                #"CANOPY_REST_FORWARDING must be auto, redirect or proxy, not "always""#
+            ),
+        ] as [([String], [String: String], String)])
+    func anUnusableOptionIsRefusedWithWhatItMustBe(
+        arguments: [String], environment: [String: String], message: String
+    ) async throws {
+        let executable = try #require(serverExecutable)
+        let (status, output) = try await ServerProcess.run(
+            executable: executable, arguments: ["--in-memory"] + arguments, environment: environment)
+        #expect(status == 64)
+        #expect(Self.lines(output).first == "Error: \(message)", "output:\n\(output)")
+    }
+
+    /// Problems met while starting: exit status 1 and one line, the last, naming what and where,
+    /// without Foundation's or SwiftNIO's error dumps.
+    @Test func aStartUpProblemIsOneLine() async throws {
+        let executable = try #require(serverExecutable)
+        let folder = try TestServer.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let file = folder + "/a-file"
+        #expect(FileManager.default.createFile(atPath: file, contents: Data("x".utf8)))
+        var cases: [(arguments: [String], environment: [String: String], line: String)] = [
+            (
+                ["--data", file + "/data"], [:],
+                "cannot use data folder \(file)/data: it does not exist and cannot be created: Not a directory"
+            ),
+            (
+                // A documentation address (RFC 5737), never one of this machine's: binding fails here.
+                ["--in-memory", "--host", "192.0.2.1"], [:],
+                "cannot listen on 192.0.2.1:0: no network interface of this machine has that address "
+                    + "(choose another --host)"
+            ),
+            (
+                ["--in-memory", "--auth-secret", "short"], [:],
+                "cannot set up authentication: --auth-secret (CANOPY_AUTH_SECRET) is 5 bytes long; "
+                    + "an HS256 secret needs at least 32"
+            ),
+            (
+                ["--in-memory"], ["CANOPY_AUTH_SECRET": "short"],
+                "cannot set up authentication: --auth-secret (CANOPY_AUTH_SECRET) is 5 bytes long; "
+                    + "an HS256 secret needs at least 32"
+            ),
+            (
+                ["--in-memory", "--admin-secret", ""], [:],
+                "cannot set up authentication: --admin-secret (CANOPY_ADMIN_SECRET) is empty"
+            ),
+        ]
+        if FileManager.default.fileExists(atPath: "/proc/self") {
+            cases.append(
+                (
+                    ["--data", "/proc/nope"], [:],
+                    "cannot use data folder /proc/nope: it does not exist and cannot be created: No such file or directory"
+                ))
+        }
+        for (arguments, environment, line) in cases {
+            let (status, output) = try await ServerProcess.run(
+                executable: executable, arguments: ["--port", "0"] + arguments, environment: environment)
+            #expect(status == 1, "\(arguments)")
+            #expect(Self.lines(output).last == "canopy-server: \(line)", "\(arguments): \(output)")
+            #expect(Self.lines(output).filter { $0.hasPrefix("canopy-server:") }.count == 1, "\(output)")
+        }
+    }
+
+    /// At `--log-level notice` the server still says where it listens, where its data is, and that
+    /// `owner` is its admin.
+    @Test func atNoticeLevelTheServerSaysWhereItListens() async throws {
+        let executable = try #require(serverExecutable)
+        let folder = try TestServer.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let server = try await ServerProcess.start(
+            executable: executable, dataDirectory: folder, arguments: ["--log-level", "notice"])
+        await server.terminate()
+        let listening = Self.lines(server.log).first { $0.contains("canopy-server listening") } ?? ""
+        #expect(listening.contains("port=\(server.port)") && listening.contains("data=\(folder)"), "\(server.log)")
+        #expect(server.log.contains("'owner' is the admin"), "\(server.log)")
+        #expect(server.log.contains("canopy-server stopped"), "\(server.log)")
+        #expect(!server.log.contains(" info "), "\(server.log)")
+    }
+
+    static func lines(_ output: String) -> [String] {
+        output.split(separator: "\n").map(String.init)
+    }
+
     // MARK: Rules and credentials
 
     /// The README's first command, no options: `owner` (what firebase-admin sends with
