@@ -8,7 +8,9 @@
 # Environment: COMPAT_VENV (default .build/compat-venv), FIREBASE_ADMIN_SPEC (default
 # firebase-admin), COMPAT_SKIP_BUILD=1 to use the existing .build/debug/canopy-server,
 # COMPAT_CLUSTER=1 to run the checks against a cluster: two servers over a private PostgreSQL
-# (Tools/private-postgres.sh), the checks sent to the one that does not serve their namespace.
+# (Tools/private-postgres.sh), the checks sent to the one that does not serve their namespace;
+# COMPAT_README=1 to run them against the server the README starts: canopy-server with no options
+# (no --emulator), in a fresh folder, only its port chosen (CANOPY_PORT).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -65,12 +67,23 @@ free_port() {
     "$venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
 
-# start_server PORT LOG ARGUMENTS...: starts canopy-server on PORT and waits for its /health.
+# start_server PORT LOG ARGUMENTS...: starts canopy-server on PORT and waits for its /health. With
+# COMPAT_README=1, as the README's first command does: no options, the data in ./canopy-data of an
+# empty folder, no CANOPY_ variable but the port.
 start_server() {
     local port="$1" log="$2"
     shift 2
-    "$server" --host 127.0.0.1 --port "$port" --emulator --sse-keepalive-interval 1 --log-level warning "$@" \
-        >"$log" 2>&1 &
+    if [ "${COMPAT_README:-0}" = 1 ]; then
+        mkdir -p "$work/readme"
+        (
+            cd "$work/readme"
+            for variable in $(compgen -e | grep '^CANOPY_' || true); do unset "$variable"; done
+            CANOPY_PORT="$port" exec "$server"
+        ) >"$log" 2>&1 &
+    else
+        "$server" --host 127.0.0.1 --port "$port" --emulator --sse-keepalive-interval 1 --log-level warning "$@" \
+            >"$log" 2>&1 &
+    fi
     local pid=$!
     server_pids+=("$pid")
     local ready=0
@@ -109,6 +122,15 @@ request = urllib.request.Request('http://127.0.0.1:$owner_port/cluster.json?ns=c
 urllib.request.urlopen(request, timeout=30).read()" || { echo "compat: the first node did not take the namespace"; summary_failed; }
     echo "compat: cluster mode: namespace compat served at 127.0.0.1:$owner_port, the checks sent to 127.0.0.1:$port"
     server_log="$work/node2.log"
+elif [ "${COMPAT_README:-0}" = 1 ]; then
+    start_server "$port" "$server_log"
+    # The server must say that firebase-admin's "Bearer owner" is its admin, and why.
+    grep -q "development server: no credential is configured, so 'owner' is the admin" "$server_log" \
+        || { echo "compat: the server did not log that 'owner' is its admin"; cat "$server_log"; summary_failed; }
+    echo "compat: the README's server (no options, data in $work/readme/canopy-data)"
+    # Its event streams get a keep-alive every 30 s (the default), and firebase-admin's listener
+    # close() waits for the stream's next bytes (as against Firebase: firebase-admin-python#364).
+    export COMPAT_CLOSE_SECONDS=35
 else
     start_server "$port" "$server_log" --in-memory
 fi
