@@ -294,7 +294,10 @@ let package = Package(
         ),
         .testTarget(
             name: "CLITests",
-            dependencies: ["CanopyCLI", "CanopyTesting", "CanopyServer", "Tree"],
+            dependencies: [
+                "CanopyCLI", "CanopyTesting", "CanopyServer", "Tree",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

@@ -19,7 +19,10 @@ import Tree
 ///
 /// Memory: the gathered text (at most `chunkBytes` plus one token) and one pending update (at
 /// most `chunkBytes` plus one entry). Gathered text becomes a request body without being copied
-/// when it is written on its own.
+/// when it is written on its own. Each byte of the document is appended to a buffer a bounded
+/// number of times, whatever the document's shape: the pending update is only ever appended to in
+/// place (never through a copy of it, which would make its storage shared and every later append
+/// copy all of it). All buffers come from `allocator`.
 struct ImportChunker {
     /// One request, relative to the import path.
     enum Write: Sendable {
@@ -54,21 +57,33 @@ struct ImportChunker {
     /// Without `emit`, the document is only checked (nothing is gathered or written).
     private let emit: Bool
     private var frames: [Frame] = []
+    private let allocator: ByteBufferAllocator
     /// The text of the gathered containers. When the outermost is the child of a split container,
     /// it starts `{"key":`, so that it is already the body of the update that writes it alone.
-    private var gathered = ByteBuffer()
-    /// A pending update: the location it updates and its body so far (`{` and the members).
-    private var update: (keys: [String], body: ByteBuffer)?
+    private var gathered: ByteBuffer
+    /// The location a pending update is for, below the import path; `nil` when none is pending.
+    private var updateKeys: [String]?
+    /// The pending update's body so far (`{` and the members); empty when none is pending.
+    private var updateBody: ByteBuffer
     private var ready: [Write] = []
     private var started = false
     private var finished = false
 
-    init(reader: JSONStreamReader, basePath: Path, chunkBytes: Int, merge: Bool, emit: Bool = true) {
+    /// A new buffer's capacity: it grows by doubling as text is appended.
+    private static let initialCapacity = 1024
+
+    init(
+        reader: JSONStreamReader, basePath: Path, chunkBytes: Int, merge: Bool, emit: Bool = true,
+        allocator: ByteBufferAllocator = ByteBufferAllocator()
+    ) {
         self.reader = reader
         self.baseDepth = basePath.count
         self.chunkBytes = chunkBytes
         self.merge = merge
         self.emit = emit
+        self.allocator = allocator
+        gathered = allocator.buffer(capacity: Self.initialCapacity)
+        updateBody = allocator.buffer(capacity: Self.initialCapacity)
     }
 
     /// Reads the whole document, checking it, without writing anything.
@@ -163,7 +178,7 @@ struct ImportChunker {
             }
             try readScalar(at: [], nil)
             if emit {
-                var value = ByteBuffer()
+                var value = allocator.buffer(capacity: reader.tokenLength)
                 reader.writeToken(to: &value)
                 ready.append(.put(body: value))
             }
@@ -188,25 +203,24 @@ struct ImportChunker {
         gathered.writeInteger(UInt8(ascii: "}"))
         guard let parent = frames.last else {
             ready.append(.put(body: gathered))
-            gathered = ByteBuffer()
+            gathered = allocator.buffer(capacity: Self.initialCapacity)
             return
         }
         // Inside a gathered parent the text stays where it is; else it is a child of a split parent.
         guard !parent.isGathered else { return }
-        if let pending = update, pending.keys == parent.keys,
-            pending.body.readableBytes + gathered.readableBytes <= chunkBytes
-        {
+        if updateKeys == parent.keys, updateBody.readableBytes + gathered.readableBytes <= chunkBytes {
             // `{"key":{…}}` joins the pending update as `,"key":{…}`.
-            update?.body.writeInteger(UInt8(ascii: ","))
-            update?.body.writeImmutableBuffer(
-                gathered.getSlice(at: 1, length: gathered.readableBytes - 1) ?? ByteBuffer())
+            updateBody.writeInteger(UInt8(ascii: ","))
+            gathered.moveReaderIndex(forwardBy: 1)
+            updateBody.writeBuffer(&gathered)
             gathered.clear()
         } else {
             flushUpdate()
-            update = (parent.keys, gathered)
-            gathered = ByteBuffer()
+            // The gathered text is already the update's body: it becomes it without a copy.
+            updateKeys = parent.keys
+            swap(&updateBody, &gathered)
         }
-        if let pending = update, pending.body.readableBytes >= chunkBytes { flushUpdate() }
+        if updateBody.readableBytes >= chunkBytes { flushUpdate() }
     }
 
     /// Writes the outermost gathered container as it stands, and has every gathered container
@@ -222,7 +236,7 @@ struct ImportChunker {
             flushUpdate()
             ready.append(.patch(keys: frames[first - 1].keys, body: gathered))
         }
-        gathered = ByteBuffer()
+        gathered = allocator.buffer(capacity: Self.initialCapacity)
         for index in first..<frames.count { frames[index].isGathered = false }
     }
 
@@ -230,25 +244,24 @@ struct ImportChunker {
     /// that container, sending the update first when it is for another location or would grow
     /// past `chunkBytes`.
     private mutating func addScalar(key: String, isArray: Bool, under keys: [String]) {
-        if let pending = update,
-            pending.keys != keys || pending.body.readableBytes + reader.tokenLength + key.utf8.count > chunkBytes
+        if let pending = updateKeys,
+            pending != keys || updateBody.readableBytes + reader.tokenLength + key.utf8.count > chunkBytes
         {
             flushUpdate()
         }
-        var pending = update ?? (keys, ByteBuffer())
-        update = nil
-        let separator = pending.body.readableBytes == 0 ? "{" : ","
-        Self.writeMember(key, isArray: isArray, after: separator, to: &pending.body)
-        reader.writeToken(to: &pending.body)
-        update = pending
-        if pending.body.readableBytes >= chunkBytes { flushUpdate() }
+        let separator = updateKeys == nil ? "{" : ","
+        updateKeys = keys
+        Self.writeMember(key, isArray: isArray, after: separator, to: &updateBody)
+        reader.writeToken(to: &updateBody)
+        if updateBody.readableBytes >= chunkBytes { flushUpdate() }
     }
 
     private mutating func flushUpdate() {
-        guard var pending = update else { return }
-        update = nil
-        pending.body.writeInteger(UInt8(ascii: "}"))
-        ready.append(.patch(keys: pending.keys, body: pending.body))
+        guard let keys = updateKeys else { return }
+        updateKeys = nil
+        updateBody.writeInteger(UInt8(ascii: "}"))
+        ready.append(.patch(keys: keys, body: updateBody))
+        updateBody = allocator.buffer(capacity: Self.initialCapacity)
     }
 
     /// Writes `separator`, `key` as a JSON string, `:` and `suffix`, in one call (array indexes and

@@ -91,6 +91,25 @@ struct ImportExportTests {
         }
     }
 
+    /// A Firebase export's shape: one node with thousands of small children, written in many
+    /// updates of that node, read back and exported byte for byte (the document is written as the
+    /// server writes JSON).
+    @Test func aWideNodeRoundTripsThroughManyUpdates() async throws {
+        for text in [ImportChunkerTests.wideNode(children: 3000), ImportChunkerTests.nestedWideNode(children: 3000)] {
+            let file = try Self.temporaryFile(text)
+            defer { try? FileManager.default.removeItem(at: file) }
+            try await withTestServer { server in
+                let imported = try await server.canopy("import", "wide", file.path, "--chunk-size", "65536")
+                #expect(imported.status == 0, "\(imported.stderr)")
+                let stored = try await server.http(.GET, "/wide.json?ns=test")
+                #expect(stored.body == text, "\(stored.body.prefix(200))")
+                let exported = try await server.canopy("export", "wide")
+                #expect(exported.status == 0, "\(exported.stderr)")
+                #expect(exported.stdout == text + "\n", "\(exported.stdout.prefix(200))")
+            }
+        }
+    }
+
     @Test func mergeReplacesTheFilesChildrenAndKeepsTheOthers() async throws {
         try await withTestServer { server in
             _ = try await server.http(.PUT, "/m.json?ns=test", body: #"{"a": 1, "b": {"x": 1, "y": 2}, "c": 3}"#)

@@ -1,0 +1,137 @@
+import Foundation
+@_spi(CustomByteBufferAllocator) import NIOCore
+import Synchronization
+import Testing
+import Tree
+
+@testable import CanopyCLI
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The import's chunker on documents of the shapes users import, in memory: its writes rebuild the
+/// document, and the buffers it fills grow with the document, not with the document times its
+/// width (a wide node's update was copied whole for each child appended to it, so an import of
+/// 400,000 children took minutes). Structural: buffer copies and allocations are counted through
+/// the chunker's allocator; no time is measured.
+struct ImportChunkerTests {
+    /// `{"users": {"u0000000": {"bio": …, "name": …, "score": …}, …}}`: one node with `children`
+    /// small children, as in a Firebase export's `users/`.
+    static func wideNode(children: Int) -> String {
+        let bio = String(repeating: "b", count: 200)
+        let members = (0..<children).map { index in
+            let key = "u" + String(repeating: "0", count: 7 - String(index).count) + String(index)
+            return #""\#(key)":{"bio":"\#(bio)","name":"user \#(index)","score":\#(index)}"#
+        }
+        return #"{"users":{"# + members.joined(separator: ",") + "}}"
+    }
+
+    /// One node with `children` leaves.
+    static func wideLeaves(children: Int) -> String {
+        "{" + (0..<children).map { #""k\#($0)":"value \#($0) of the wide node""# }.joined(separator: ",") + "}"
+    }
+
+    /// A wide node two levels down, beside other data.
+    static func nestedWideNode(children: Int) -> String {
+        #"{"app":{"config":{"name":"demo"},"data":"# + wideNode(children: children) + #"},"z":1}"#
+    }
+
+    /// What the writes leave at the import path, applied in order as the server applies them.
+    static func apply(_ writes: [ImportChunker.Write]) throws -> Node {
+        var node = Node.empty
+        for write in writes {
+            let text = String(buffer: write.body)
+            switch write {
+            case .put:
+                node = try Node(jsonText: text)
+            case .patch(let keys, _):
+                guard case .object(let members) = try JSONValue(parsing: text) else {
+                    Issue.record("an update's body is not an object: \(text.prefix(100))")
+                    continue
+                }
+                for (key, value) in members {
+                    node = node.updating(at: Path(keys: (keys + [key]).map { ChildKey($0) }), to: try Node(json: value))
+                }
+            }
+        }
+        return node
+    }
+
+    @Test func wideNodesAreCutWithoutCopyingTheirUpdates() throws {
+        let chunkBytes = 16 * 1024
+        let shapes = [
+            ("wide node", Self.wideNode(children: 4000)),
+            ("wide leaves", Self.wideLeaves(children: 20000)),
+            ("nested wide node", Self.nestedWideNode(children: 4000)),
+        ]
+        // One shape after the other: the counters are the process's.
+        for (shape, text) in shapes {
+            CountingAllocator.reset()
+            let writes = try text.utf8.withContiguousStorageIfAvailable { bytes in
+                let reader = JSONStreamReader(bytes: UnsafeRawBufferPointer(bytes))
+                var chunker = ImportChunker(
+                    reader: reader, basePath: "import", chunkBytes: chunkBytes, merge: false,
+                    allocator: CountingAllocator.allocator)
+                var writes: [ImportChunker.Write] = []
+                while let write = try chunker.next() { writes.append(write) }
+                return writes
+            }
+            let all = try #require(writes)
+            let (allocations, allocatedBytes, copiedBytes) = CountingAllocator.figures
+            let documentBytes = text.utf8.count
+            #expect(try Self.apply(all) == Node(jsonText: text), "\(shape): the writes rebuild the document")
+            #expect(all.count > documentBytes / chunkBytes, "\(shape): \(all.count) writes")
+            #expect(
+                all.allSatisfy { $0.body.readableBytes <= chunkBytes + 1024 },
+                "\(shape): writes \(all.map(\.body.readableBytes).max() ?? 0) bytes long")
+            // A buffer per write (and one being filled), each grown by doubling: a copy of the pending
+            // update per child appended made a buffer per child and copied megabytes per child.
+            #expect(copiedBytes == 0, "\(shape): \(copiedBytes) bytes copied for \(documentBytes) bytes of JSON")
+            #expect(
+                allocations <= 2 * all.count + 4, "\(shape): \(allocations) buffers for \(all.count) writes")
+            #expect(
+                allocatedBytes <= 4 * documentBytes,
+                "\(shape): \(allocatedBytes) bytes allocated for \(documentBytes) bytes of JSON")
+        }
+    }
+}
+
+/// A ``ByteBufferAllocator`` that counts what buffers made by it allocate and copy.
+enum CountingAllocator {
+    private static let allocations = Atomic<Int>(0)
+    private static let allocatedBytes = Atomic<Int>(0)
+    private static let copiedBytes = Atomic<Int>(0)
+
+    static let allocator = ByteBufferAllocator(
+        allocate: { size in
+            CountingAllocator.allocations.add(1, ordering: .relaxed)
+            CountingAllocator.allocatedBytes.add(size, ordering: .relaxed)
+            return malloc(size)
+        },
+        reallocate: { pointer, _, newSize in
+            CountingAllocator.allocatedBytes.add(newSize, ordering: .relaxed)
+            return realloc(pointer, newSize)
+        },
+        deallocate: { free($0) },
+        copy: { destination, source, count in
+            CountingAllocator.copiedBytes.add(count, ordering: .relaxed)
+            destination.copyMemory(from: source, byteCount: count)
+        })
+
+    static func reset() {
+        allocations.store(0, ordering: .relaxed)
+        allocatedBytes.store(0, ordering: .relaxed)
+        copiedBytes.store(0, ordering: .relaxed)
+    }
+
+    /// Buffers allocated, bytes allocated (growth included), bytes copied from one buffer to another.
+    static var figures: (allocations: Int, allocatedBytes: Int, copiedBytes: Int) {
+        (
+            allocations.load(ordering: .relaxed), allocatedBytes.load(ordering: .relaxed),
+            copiedBytes.load(ordering: .relaxed)
+        )
+    }
+}
