@@ -93,6 +93,18 @@ struct RESTClient: Sendable {
         return response
     }
 
+    /// Throws ``CLIError/unreachable(_:)`` when the server cannot be reached; any HTTP answer (to a
+    /// shallow read of the root, sent without the token) will do.
+    func checkReachable() async throws(CLIError) {
+        let request = HTTPClientRequest(url: url(.data(.root), [("shallow", "true")]))
+        do {
+            let response = try await http.execute(request, timeout: .milliseconds(Int64(timeout * 1000)))
+            _ = try? await response.body.collect(upTo: 1 << 20)
+        } catch {
+            throw Self.unreachable(error, base: base, what: "GET /", timeout: timeout)
+        }
+    }
+
     /// Sends a request and collects the answer's body, at most `limit` bytes; `nil` when it is longer.
     func fetch(
         _ method: HTTPMethod, _ target: Target, parameters: [(String, String)] = [], body: ByteBuffer? = nil,

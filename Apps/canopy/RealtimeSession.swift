@@ -14,9 +14,17 @@ struct RealtimeSession {
     let database: Database
 
     /// Connects to the database of `connection` and waits until the server said hello; throws
-    /// ``CLIError/unreachable(_:)`` after `--timeout` seconds without a connection, and
+    /// ``CLIError/unreachable(_:)`` at once when nothing accepts connections there (the SDK would
+    /// keep trying), after `--timeout` seconds without a realtime connection, and
     /// ``CLIError/permissionDenied(_:)`` when the server refuses the token.
     static func connect(_ connection: ConnectionOptions) async throws(CLIError) -> RealtimeSession {
+        do {
+            try await connection.withREST { rest in try await rest.checkReachable() }
+        } catch let error as CLIError {
+            throw error
+        } catch {
+            throw .unreachable("server unreachable: \(error)")
+        }
         let url = connection.databaseURL
         let database = Database.database(url: url)
         if let token = connection.authToken {

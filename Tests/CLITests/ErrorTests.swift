@@ -16,6 +16,21 @@ struct ErrorTests {
         }
     }
 
+    /// `listen` and `server-time` go through the SDK, which keeps trying to connect: nothing
+    /// listening is said at once, as for the other commands, not after --timeout.
+    @Test func aRealtimeCommandSaysAtOnceThatNothingListens() async throws {
+        let port = try TestServer.reservePort()
+        let environment = ["CANOPY_DATABASE_URL": "http://127.0.0.1:\(port)?ns=test"]
+        for arguments in [["listen", "a"], ["server-time"]] {
+            let result = try await CLIProcess.run(arguments, environment: environment)
+            #expect(result.status == 69, "\(arguments): \(result.stderr)")
+            #expect(
+                result.stderr
+                    == "canopy: server unreachable: http://127.0.0.1:\(port) refused the connection (is canopy-server "
+                    + "running?)\n", "\(arguments): \(result.stderr)")
+        }
+    }
+
     @Test func invalidInputExitsWith65() async throws {
         try await withTestServer { server in
             let json = try await server.canopy("set", "a", #"{"name": }"#)
