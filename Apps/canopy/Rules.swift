@@ -54,7 +54,8 @@ struct Rules: AsyncParsableCommand {
             discussion: """
                 DOCUMENT is a rules document (JSON with a "rules" object; // and /* */ comments are \
                 allowed): inline, @FILE, or - for stdin. A document the server refuses is reported \
-                with its line, column and reason.
+                with its line, column and reason. Once set, prints one line saying where (with --json, \
+                one JSON object: {"rules": "set", "server": …, "namespace": …, "bytes": …}).
 
                 Examples:
                   canopy rules set @database.rules.json --token "$ADMIN_SECRET"
@@ -63,6 +64,9 @@ struct Rules: AsyncParsableCommand {
 
         @Argument(help: "The rules document: JSON text, @FILE, or - for stdin.")
         var document: String
+
+        @Flag(help: "Print what was set as one JSON object instead of a line.")
+        var json = false
 
         @OptionGroup(title: "Server")
         var connection: ConnectionOptions
@@ -73,6 +77,19 @@ struct Rules: AsyncParsableCommand {
             _ = try await connection.withREST { rest in
                 try await rest.answer(.PUT, .rules, body: ByteBuffer(bytes: input.bytes))
             }
+            let (server, namespace) = try connection.endpoint()
+            let standardOutput = OutputFile()
+            if json {
+                let name = namespace.map { JSONPrinter.quoted($0) } ?? "null"
+                try standardOutput.write(
+                    #"{"bytes":\#(input.bytes.count),"namespace":\#(name),"rules":"set","server":"#
+                        + JSONPrinter.quoted(server) + "}\n")
+            } else {
+                let place = namespace.map { "namespace \($0)" } ?? "the server's default namespace"
+                try standardOutput.write(
+                    "Rules set for \(place) at \(server) (\(ByteCount(input.bytes.count))).\n")
+            }
+            try standardOutput.flush()
         }
     }
 }

@@ -102,6 +102,17 @@ struct ReadWriteTests {
 
             let accepted = try await server.canopy("rules", "set", document, "--token", "owner")
             #expect(accepted.status == 0, "\(accepted.stderr)")
+            // One line says what was set where (the test environment's URL names namespace test).
+            #expect(
+                accepted.stdout == "Rules set for namespace test at \(server.baseURL) (\(document.utf8.count) B).\n",
+                "\(accepted.stdout)")
+            let asJSON = try await server.canopy("rules", "set", document, "--token", "owner", "--json")
+            #expect(
+                try JSONValue(parsing: asJSON.stdout)
+                    == [
+                        "rules": "set", "server": .string(server.baseURL), "namespace": "test",
+                        "bytes": .number(Double(document.utf8.count)),
+                    ], "\(asJSON.stdout)")
             let fromEnvironment = try await server.canopy(
                 "rules", "set", document, environment: ["CANOPY_TOKEN": "owner"])
             #expect(fromEnvironment.status == 0, "\(fromEnvironment.stderr)")
