@@ -20,6 +20,13 @@ struct CanopyLoad: AsyncParsableCommand {
             (RLIMIT_NOFILE) to the hard limit, which the servers it starts inherit, so that 10,000 \
             connections work where the hard limit allows them (`ulimit -Hn`). It connects only to the \
             addresses it is given (--server, --redis) and to the servers it starts on 127.0.0.1.
+
+            Only requests the server answers `ok` count as work done. Against a server whose rules need \
+            a signed-in user, give --token (or CANOPY_TOKEN): an ID token or the admin secret. Exit \
+            status: 0 when the run did its work; 77 when the server refused the token or the \
+            scenario's requests (the refusals are printed by status, and with --json the JSON object \
+            holds them); 69 when nothing accepts connections at --server; 2 when a storm's clients \
+            did not all come back; 1 for any other failure.
             """,
         subcommands: [
             Writes.self, Fanout.self, Storm.self, Idle.self, Baseline.self, Window.self, SlowReaders.self,
@@ -29,13 +36,28 @@ struct CanopyLoad: AsyncParsableCommand {
     /// Raises the open-file limit, then parses and runs the command as ArgumentParser's own `main` does.
     static func main() async {
         FileLimit.raiseToHardLimit()
+        var command: any ParsableCommand
         do {
-            var command = try parseAsRoot()
+            command = try parseAsRoot()
+        } catch {
+            exit(withError: error)
+        }
+        do {
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
                 try command.run()
             }
+        } catch let failure as ReportedFailure {
+            FileHandle.standardError.write(Data("canopy-load: \(failure.error)\n".utf8))
+            Foundation.exit(failure.error.exitCode)
+        } catch let error as LoadError {
+            // One line on stderr, and with --json the run's JSON object says it too.
+            if let scenario = command as? any JSONReporting, scenario.json {
+                LoadFailureReport(scenario: type(of: scenario).scenarioName, error: error).emit()
+            }
+            FileHandle.standardError.write(Data("canopy-load: \(error)\n".utf8))
+            Foundation.exit(error.exitCode)
         } catch {
             exit(withError: error)
         }
@@ -49,7 +71,31 @@ struct ServerOptions: ParsableArguments {
     @Option(help: "Namespace (database) to use.")
     var namespace: String = "load"
 
+    @Option(
+        help: """
+            Credential for a server whose rules need one: an ID token or the server's admin secret, sent \
+            as the realtime `auth` request on every connection and as 'Authorization: Bearer' (event \
+            streams: ?auth=) over REST. (CANOPY_TOKEN)
+            """)
+    var token: String?
+
     var uri: String { "/.ws?v=5&ns=\(namespace)" }
+
+    /// The credential in force: `--token`, else `CANOPY_TOKEN`.
+    var authToken: String? {
+        let value = token ?? ProcessInfo.processInfo.environment["CANOPY_TOKEN"]
+        return value?.isEmpty == true ? nil : value
+    }
+
+    /// A REST URL's query: `ns=NAMESPACE`, and `&auth=TOKEN` with a credential.
+    var restQuery: String { "ns=\(namespace)" + authQuery }
+
+    /// `&auth=TOKEN` to add to a REST URL's query, or nothing without a credential.
+    var authQuery: String {
+        guard let authToken else { return "" }
+        let allowed = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+        return "&auth=" + (authToken.addingPercentEncoding(withAllowedCharacters: allowed) ?? authToken)
+    }
 
     func endpoint() throws -> (host: String, port: Int) {
         guard let colon = server.lastIndex(of: ":"), let port = Int(server[server.index(after: colon)...]) else {
@@ -66,7 +112,18 @@ struct ServerOptions: ParsableArguments {
         let (host, port) = try endpoint()
         return try await LoadConnection.connect(
             host: host, port: port, uri: uri, group: MultiThreadedEventLoopGroup.singleton,
-            receiveBufferSize: receiveBufferSize, makeSession: makeSession)
+            receiveBufferSize: receiveBufferSize, authToken: authToken, makeSession: makeSession)
+    }
+
+    /// Throws ``LoadError/cannotConnect(address:reason:)`` when nothing accepts connections at
+    /// `--server`: said at once, before a scenario sets anything up.
+    func checkReachable() async throws {
+        let (host, port) = try endpoint()
+        let bootstrap = LoadConnection.bootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let channel = try await LoadConnection.connect(bootstrap, host: host, port: port) { channel in
+            channel.eventLoop.makeSucceededFuture(channel)
+        }
+        try? await channel.close()
     }
 }
 
@@ -86,7 +143,10 @@ func makeHistogram() -> Histogram<UInt64> {
 
 /// Figures shared by the sessions of one run, and a signal per finished session.
 final class Tally: Sendable {
+    /// Requests answered `ok` (acknowledged writes, answered listens).
     let count = Atomic<Int>(0)
+    /// Requests answered with another status.
+    let refusals = Refusals()
     let ready = Atomic<Int>(0)
     /// Sessions whose connection closed before they were done.
     let closedEarly = Atomic<Int>(0)

@@ -10,7 +10,9 @@ struct Fanout: AsyncParsableCommand {
         discussion: """
             Every listener listens to `fan/topic`; one writer connection sets it `--rate` times a \
             second to a string carrying its send time (`sent:<ns>`, plus `--padding` bytes), and each \
-            listener records the time from that send to the event's arrival.
+            listener records the time from that send to the event's arrival. A listen or a write the \
+            server refuses (its rules: `permission_denied`) ends the run at once, with exit status 77; \
+            a run in which no event arrived fails too.
 
             With `--baseline redis` the same load then runs through Redis pub/sub: as many \
             connections SUBSCRIBE to one channel, one connection PUBLISHes the same strings at the \
@@ -66,6 +68,7 @@ struct Fanout: AsyncParsableCommand {
         console.line("fanout: \(listeners) listeners, \(rate) writes/s for \(duration) s against \(options.server)")
         let canopy: FanoutResult
         do {
+            try await options.checkReachable()
             canopy = try await runCanopy(plan, console: console) {
                 launched?.cpuSeconds ?? serverPid.flatMap(ProcessCPU.seconds(of:))
             }
@@ -110,7 +113,8 @@ struct Fanout: AsyncParsableCommand {
         let tally = FanoutTally()
         let topic = "fan/topic"
         let expected = plan.writes
-        let writer = try await options.connect { IgnoringSession() }
+        let writes = AnswerCounts()
+        let writer = try await options.connect { AnswerCountingSession(counts: writes) }
         let open = try await connectAll(plan.listeners, options: options) { _ in
             ListenerSession(topic: topic, expected: expected, tally: tally)
         }
@@ -118,8 +122,21 @@ struct Fanout: AsyncParsableCommand {
             writer.close()
             for connection in open { connection.close() }
         }
+        let server = options.server
+        let failure: @Sendable () -> LoadError? = {
+            let listens = tally.listenRefusals.byStatus
+            if !listens.isEmpty {
+                let answered = tally.ready.load(ordering: .relaxed) + tally.listenRefusals.total
+                return .refused(what: "listens", refusals: listens, total: answered, server: server)
+            }
+            let refusedWrites = writes.refusals.byStatus
+            guard refusedWrites.isEmpty else {
+                return .refused(what: "writes", refusals: refusedWrites, total: writes.answered, server: server)
+            }
+            return nil
+        }
         return try await FanoutDriver.run(
-            plan, target: "canopy", tally: tally, console: console, serverCPU: serverCPU
+            plan, target: "canopy", tally: tally, console: console, serverCPU: serverCPU, failure: failure
         ) { number, text in
             writer.send(Requests.put(number, path: topic, json: "\"" + text + "\""))
         }
@@ -178,6 +195,11 @@ final class ListenerSession: LoadSession {
         } else if MessageText.isHello(message) {
             output.send(Requests.listen(1, path: topic))
         } else if MessageText.responseNumber(message) == 1 {
+            let status = MessageText.status(message) ?? "no status"
+            guard status == "ok" else {
+                recorder.tally.listenRefusals.add(status)
+                return
+            }
             ready = true
             recorder.tally.ready.add(1, ordering: .relaxed)
         }

@@ -31,6 +31,8 @@ final class FanoutTally: Sendable {
     /// Listeners done: all their events received, or closed early.
     let done = Atomic<Int>(0)
     let closedEarly = Atomic<Int>(0)
+    /// Listens answered with a status other than `ok` (none on the Redis side).
+    let listenRefusals = Refusals()
     /// When the last listener got its last event (monotonic nanoseconds).
     let lastDone = Atomic<UInt64>(0)
     let latencies = LoopHistograms()
@@ -140,15 +142,20 @@ struct LatencyFigures: Encodable {
 /// for the events, and add up the figures.
 enum FanoutDriver {
     /// Runs `plan` once listeners are connected; `publish(number, text)` sends one message.
+    /// `failure()` says, when it is not `nil`, why the run cannot measure anything (the server
+    /// refused the listens or the writes): checked while waiting for the listeners, before each
+    /// write and while waiting for the events, so that the run ends at once.
     static func run(
         _ plan: FanoutPlan, target: String, tally: FanoutTally, console: Console,
-        serverCPU: @escaping @Sendable () -> Double?, publish: (Int, String) -> Void
+        serverCPU: @escaping @Sendable () -> Double?, failure: @escaping @Sendable () -> LoadError? = { nil },
+        publish: (Int, String) -> Void
     ) async throws -> FanoutResult {
         let listeners = plan.listeners
         try await console.withProgress({
             "\(target): \(tally.ready.load(ordering: .relaxed)) of \(listeners) listeners ready"
         }) {
             while tally.ready.load(ordering: .relaxed) < listeners {
+                if let failure = failure() { throw failure }
                 let lost = tally.closedEarly.load(ordering: .relaxed)
                 if lost > 0 { throw LoadError.listenersLost(lost) }
                 try await Task.sleep(for: .milliseconds(10))
@@ -169,6 +176,7 @@ enum FanoutDriver {
         }
         try await console.withProgress(status) {
             for number in 0..<plan.writes {
+                if let failure = failure() { throw failure }
                 // Every listener is gone (closed early): nothing left to measure.
                 if tally.done.load(ordering: .relaxed) == listeners { break }
                 let due = started + UInt64(Double(number) * interval)
@@ -178,6 +186,7 @@ enum FanoutDriver {
             }
             let drainDeadline = monotonicNanoseconds() + UInt64(plan.drainTimeout * 1e9)
             while tally.done.load(ordering: .relaxed) < listeners, monotonicNanoseconds() < drainDeadline {
+                if let failure = failure() { throw failure }
                 try await Task.sleep(for: .milliseconds(5))
             }
         }
@@ -186,6 +195,10 @@ enum FanoutDriver {
         let seconds = Double(ended - started) / 1e9
         let events = tally.events.load(ordering: .relaxed)
         let serverCPUSeconds = both(cpuBefore, serverCPU()).map { $1 - $0 }
+        if events == 0 {
+            throw LoadError.check(
+                "\(target): no event arrived within \(plan.drainTimeout) s of the last of \(plan.writes) writes")
+        }
         if !allDone {
             console.line(
                 "\(target): warning: \(listeners - tally.done.load(ordering: .relaxed)) listener(s) still short of "

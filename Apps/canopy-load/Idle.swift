@@ -53,6 +53,7 @@ struct Idle: AsyncParsableCommand {
     }
 
     private func measure(serverPid: Int32, machine: MachineInfo, console: Console) async throws -> IdleReport {
+        try await options.checkReachable()
         let tally = Tally()
         // Warm up: one connection so lazily created server state does not count as per-connection cost.
         let warm = try await options.connect { IgnoringSession(onHello: { tally.finish(with: makeHistogram()) }) }

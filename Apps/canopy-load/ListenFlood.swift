@@ -13,7 +13,8 @@ struct ListenFlood: AsyncParsableCommand {
             One realtime connection sends --listens listen requests (`/load/flood/<i>`, each a \
             location of its own), pipelined: all at once when greeted, or --pipeline in flight. It \
             counts the answers by status: `ok`, `too_many_listens` (the server's \
-            --max-listens-per-connection) or another. Meanwhile one connection writes to \
+            --max-listens-per-connection) or another, which ends the run (exit status 77) once the \
+            flood is answered, as does a write or read refused before it. Meanwhile one connection writes to \
             `load/flood/x` and one reads `/load/other` (a `g` request), each one request at a time, \
             the next once the last is answered; their latencies are reported before the flood \
             (--baseline-seconds), during it (until every listen is answered), and for \
@@ -81,8 +82,9 @@ struct ListenFlood: AsyncParsableCommand {
     }
 
     private func measure(serverPid: Int32, machine: MachineInfo, console: Console) async throws -> ListenFloodReport {
+        try await options.checkReachable()
         let memory = try PeakMemorySampler(pid: serverPid)
-        let rest = RESTWriter(server: options.server, namespace: options.namespace)
+        let rest = RESTWriter(server: options.server, namespace: options.namespace, token: options.authToken)
         do {
             try await rest.put("load/other", json: #"{"note":"unrelated to the flood"}"#, until: deadline(seconds: 30))
         } catch {
@@ -94,6 +96,17 @@ struct ListenFlood: AsyncParsableCommand {
         let writes = PhasedLatencies(phases: 3)
         let reads = PhasedLatencies(phases: 3)
         let tally = FloodTally()
+        let server = options.server
+        // A writer or reader the server refuses measures nothing: the run ends at once.
+        let refused: @Sendable () -> LoadError? = {
+            for (what, latencies) in [("writes", writes), ("reads", reads)] {
+                let refusals = latencies.refusals.byStatus
+                guard refusals.isEmpty else {
+                    return .refused(what: what, refusals: refusals, total: Int(latencies.count), server: server)
+                }
+            }
+            return nil
+        }
         var connections: [LoadConnection] = []
         func closeAll() async {
             writes.stop()
@@ -114,7 +127,8 @@ struct ListenFlood: AsyncParsableCommand {
             console.line(
                 "listen-flood: \(baselineSeconds) s before the flood: one connection writing load/flood/x, one "
                     + "reading /load/other, one request at a time each, against \(options.server)")
-            try await measureFor(baselineSeconds, "before", writes: writes, reads: reads, console: console)
+            try await measureFor(
+                baselineSeconds, "before", writes: writes, reads: reads, console: console, failure: refused)
             let metricsBefore = try await MetricsSnapshot.read(from: options.server)
             let rssBefore = memory.latestBytes
             let cpuBefore = ProcessCPU.seconds(of: serverPid)
@@ -158,11 +172,18 @@ struct ListenFlood: AsyncParsableCommand {
                     tally.answered.load(ordering: .relaxed), listens, floodSeconds, tally.ok.load(ordering: .relaxed),
                     tally.refused.load(ordering: .relaxed), tally.other.load(ordering: .relaxed),
                     tally.closed.load(ordering: .relaxed) ? "; the server closed the flooding connection" : ""))
+            let otherStatuses = tally.otherStatuses.byStatus
+            if !otherStatuses.isEmpty {
+                throw LoadError.refused(
+                    what: "listens", refusals: otherStatuses, total: tally.answered.load(ordering: .relaxed),
+                    server: server)
+            }
 
             // After it, its listens still held.
             writes.begin(Self.after)
             reads.begin(Self.after)
-            try await measureFor(baselineSeconds, "after", writes: writes, reads: reads, console: console)
+            try await measureFor(
+                baselineSeconds, "after", writes: writes, reads: reads, console: console, failure: refused)
             writes.stop()
             reads.stop()
             let stopped = await writes.waitForLoops(1, timeout: .seconds(10))
@@ -213,9 +234,11 @@ struct ListenFlood: AsyncParsableCommand {
         }
     }
 
-    /// Lets the writer and the reader run for `seconds`, showing their figures so far.
+    /// Lets the writer and the reader run for `seconds`, showing their figures so far; throws
+    /// what `failure()` says as soon as it says something.
     private func measureFor(
-        _ seconds: Double, _ label: String, writes: PhasedLatencies, reads: PhasedLatencies, console: Console
+        _ seconds: Double, _ label: String, writes: PhasedLatencies, reads: PhasedLatencies, console: Console,
+        failure: @escaping @Sendable () -> LoadError?
     ) async throws {
         let started = monotonicNanoseconds()
         let phase = writes.phase
@@ -226,7 +249,12 @@ struct ListenFlood: AsyncParsableCommand {
                 Double(writes.histogram(phase).valueAtPercentile(99)) / 1e6, reads.histogram(phase).totalCount,
                 Double(reads.histogram(phase).valueAtPercentile(99)) / 1e6)
         }) {
-            try await Task.sleep(for: .seconds(seconds))
+            let end = deadline(seconds: seconds)
+            while monotonicNanoseconds() < end {
+                if let failure = failure() { throw failure }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            if let failure = failure() { throw failure }
         }
     }
 }
@@ -237,8 +265,9 @@ final class FloodTally: Sendable {
     let ok = Atomic<Int>(0)
     /// Answered `too_many_listens`.
     let refused = Atomic<Int>(0)
-    /// Answered with another status.
+    /// Answered with another status, and those statuses.
     let other = Atomic<Int>(0)
+    let otherStatuses = Refusals()
     /// When the last answer arrived (monotonic nanoseconds).
     let lastAnswerAt = Atomic<UInt64>(0)
     /// The connection closed.
@@ -270,10 +299,12 @@ final class FloodSession: LoadSession {
         }
         // Data pushes of the listens answered `ok` carry no request number.
         guard MessageText.responseNumber(message) != nil else { return }
-        switch MessageText.status(message) {
+        switch MessageText.status(message) ?? "no status" {
         case "ok": tally.ok.add(1, ordering: .relaxed)
         case "too_many_listens": tally.refused.add(1, ordering: .relaxed)
-        default: tally.other.add(1, ordering: .relaxed)
+        case let status:
+            tally.other.add(1, ordering: .relaxed)
+            tally.otherStatuses.add(status)
         }
         answered += 1
         tally.lastAnswerAt.store(monotonicNanoseconds(), ordering: .relaxed)

@@ -41,35 +41,55 @@ final class LoadConnection: Sendable {
     /// removes an HTTP codec per connection, which cost the load generator about as much CPU per
     /// reconnect as the server spent, and a storm of 10,000 reconnects would measure the tool.
     /// `receiveBufferSize` sets the socket's `SO_RCVBUF` before it connects (a small one makes a
-    /// client that stops reading stall the server's writes sooner).
+    /// client that stops reading stall the server's writes sooner). With `authToken`, the connection
+    /// sends it in an `auth` request once greeted and returns once it is accepted (the session sees
+    /// the hello only then); a refused token throws ``LoadError/tokenRefused(server:status:reason:)``.
     static func connect(
         host: String, port: Int, uri: String, group: any EventLoopGroup, connectTimeout: TimeAmount = .seconds(10),
-        receiveBufferSize: Int? = nil, makeSession: @escaping @Sendable () -> any LoadSession
+        receiveBufferSize: Int? = nil, authToken: String? = nil,
+        makeSession: @escaping @Sendable () -> any LoadSession
     ) async throws -> LoadConnection {
         let bootstrap = Self.bootstrap(
             group: group, connectTimeout: connectTimeout, receiveBufferSize: receiveBufferSize)
         let request =
             "GET \(uri) HTTP/1.1\r\nHost: \(host):\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Key: \(Self.randomKey())\r\nSec-WebSocket-Version: 13\r\nContent-Length: 0\r\n\r\n"
+        let server = "\(host):\(port)"
         let initializer: @Sendable (any Channel) -> EventLoopFuture<UpgradeResult> = { channel in
             channel.eventLoop.makeCompletedFuture {
                 let upgraded = channel.eventLoop.makePromise(of: Void.self)
+                let authentication = authToken.map { token in
+                    LoadAuthentication(token: token, server: server, accepted: channel.eventLoop.makePromise())
+                }
                 try channel.pipeline.syncOperations.addHandlers([
                     ResponseHeadHandler(request: request, expectedStatus: 101, headRead: upgraded),
                     ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: 1 << 24)),
                     NIOWebSocketFrameAggregator(
                         minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1 << 16, maxAccumulatedFrameSize: 1 << 24),
-                    LoadHandler(session: makeSession()),
+                    LoadHandler(session: makeSession(), authentication: authentication),
                 ])
-                return upgraded.futureResult.map { channel }
+                let ready = upgraded.futureResult.flatMapError { error in
+                    channel.eventLoop.makeFailedFuture(UpgradeFailure(reason: "\(error)"))
+                }
+                guard let authentication else { return ready.map { channel } }
+                return ready.flatMap { authentication.accepted.futureResult }.map { channel }
             }
         }
         let upgraded = try await Self.connect(bootstrap, host: host, port: port, channelInitializer: initializer)
         do {
             return LoadConnection(channel: try await upgraded.get())
+        } catch let error as LoadError {
+            throw error
+        } catch let error as UpgradeFailure {
+            throw LoadError.notUpgraded("ws://\(host):\(port)\(uri) (\(error.reason))")
         } catch {
-            throw LoadError.notUpgraded("ws://\(host):\(port)\(uri)")
+            throw LoadError.notUpgraded("ws://\(host):\(port)\(uri) (\(error))")
         }
+    }
+
+    /// Why the server's answer to the upgrade request was not a `101`.
+    private struct UpgradeFailure: Error {
+        var reason: String
     }
 
     /// The channel, once the server answered the upgrade with 101.
@@ -88,14 +108,19 @@ final class LoadConnection: Sendable {
 
     /// Connects `bootstrap` to `host:port`. An IP address is connected to directly: resolving it
     /// (getaddrinfo on a thread, then Happy Eyeballs) cost more than the rest of a connection's setup.
+    /// A failure to connect throws ``LoadError/cannotConnect(address:reason:)``.
     static func connect<Output: Sendable>(
         _ bootstrap: ClientBootstrap, host: String, port: Int,
         channelInitializer: @escaping @Sendable (any Channel) -> EventLoopFuture<Output>
     ) async throws -> Output {
-        if let address = try? SocketAddress(ipAddress: host, port: port) {
-            return try await bootstrap.connect(to: address, channelInitializer: channelInitializer)
+        do {
+            if let address = try? SocketAddress(ipAddress: host, port: port) {
+                return try await bootstrap.connect(to: address, channelInitializer: channelInitializer)
+            }
+            return try await bootstrap.connect(host: host, port: port, channelInitializer: channelInitializer)
+        } catch {
+            throw LoadError.cannotConnect(address: "\(host):\(port)", reason: ConnectFailure.describe(error))
         }
-        return try await bootstrap.connect(host: host, port: port, channelInitializer: channelInitializer)
     }
 
     /// A `Sec-WebSocket-Key`: 16 random bytes in base64.
@@ -189,11 +214,18 @@ final class ResponseHeadHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        if !isDone {
-            isDone = true
-            headRead.fail(LoadError.unexpectedResponse("the connection closed before the response's head"))
-        }
+        failIfNotDone()
         context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        failIfNotDone()
+    }
+
+    private func failIfNotDone() {
+        guard !isDone else { return }
+        isDone = true
+        headRead.fail(LoadError.unexpectedResponse("the connection closed before the response's head"))
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -218,6 +250,8 @@ private final class LoadHandler: ChannelInboundHandler {
     typealias OutboundOut = ByteBuffer
 
     private let session: any LoadSession
+    /// The credential to send once greeted, until the server accepted it; `nil` without one.
+    private var authentication: LoadAuthentication?
     private var assembler = FrameAssembler()
     private var output = LoadOutput()
     private var writeScheduled = false
@@ -225,8 +259,9 @@ private final class LoadHandler: ChannelInboundHandler {
     /// asking the system for every frame's key costs more than the rest of the send.
     private var masks = WebSocketMaskKeys()
 
-    init(session: any LoadSession) {
+    init(session: any LoadSession, authentication: LoadAuthentication?) {
         self.session = session
+        self.authentication = authentication
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -234,7 +269,11 @@ private final class LoadHandler: ChannelInboundHandler {
         switch frame.opcode {
         case .text:
             guard case .message(let text)? = try? assembler.append(String(buffer: frame.unmaskedData)) else { return }
-            session.received(text, output: &output)
+            if authentication != nil {
+                authenticate(text, context: context)
+            } else {
+                session.received(text, output: &output)
+            }
             if output.stopReading {
                 output.stopReading = false
                 try? context.channel.syncOptions?.setOption(.autoRead, value: false)
@@ -263,6 +302,27 @@ private final class LoadHandler: ChannelInboundHandler {
         context.fireChannelReadComplete()
     }
 
+    /// Before the credential is accepted: sends it once greeted, and hands the session the hello
+    /// once the server accepted it; a refusal fails the connection.
+    private func authenticate(_ text: String, context: ChannelHandlerContext) {
+        guard var step = authentication else { return }
+        switch step.received(text) {
+        case .send(let request):
+            output.send(request)
+            authentication = step
+        case .accepted(let hello):
+            authentication = nil
+            step.accepted.succeed(())
+            session.received(hello, output: &output)
+        case .refused(let error):
+            authentication = nil
+            step.accepted.fail(error)
+            output.closeConnection()
+        case .ignored:
+            break
+        }
+    }
+
     private func writeOutput(context: ChannelHandlerContext) {
         writeScheduled = false
         guard !output.messages.isEmpty || output.close else { return }
@@ -273,8 +333,23 @@ private final class LoadHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        failAuthentication()
         session.closed()
         context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        failAuthentication()
+    }
+
+    /// The connection ended before the server answered the credential.
+    private func failAuthentication() {
+        guard let authentication else { return }
+        self.authentication = nil
+        authentication.accepted.fail(
+            LoadError.tokenRefused(
+                server: authentication.server, status: "closed",
+                reason: "the connection closed before the server answered the auth request"))
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

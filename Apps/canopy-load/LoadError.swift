@@ -13,6 +13,15 @@ enum LoadError: Error, CustomStringConvertible {
     case clientsNotReady(ready: Int, total: Int)
     /// A scenario's own check failed (said in the text).
     case check(String)
+    /// No connection to `address` (`host:port`) could be made; `reason` says why.
+    case cannotConnect(address: String, reason: String)
+    /// The server answered the realtime `auth` request with `status` (`invalid_token`, …).
+    case tokenRefused(server: String, status: String, reason: String)
+    /// The server answered some of `total` requests of a kind (`what`: "writes", "listens") with
+    /// a status other than `ok`, counted by status in `refusals`.
+    case refused(what: String, refusals: [String: Int], total: Int, server: String)
+    /// A REST request (`what`: "PUT /storm") was answered with an HTTP error.
+    case requestRefused(what: String, server: String, status: Int, message: String)
 
     var description: String {
         switch self {
@@ -41,6 +50,39 @@ enum LoadError: Error, CustomStringConvertible {
             "only \(ready) of \(total) clients had their listens answered in time"
         case .check(let reason):
             reason
+        case .cannotConnect(let address, let reason):
+            "cannot connect to \(address): \(reason)"
+        case .tokenRefused(let server, let status, let reason):
+            "\(server) refused the token (\(status)\(reason.isEmpty ? "" : ": " + reason))"
+        case .refused(let what, let refusals, let total, let server):
+            Self.refusedText(what: what, refusals: refusals, total: total, server: server)
+        case .requestRefused(let what, let server, let status, let message):
+            "\(server) refused \(what) (HTTP \(status)\(message.isEmpty ? "" : ": " + message))"
+                + (status == 401 || status == 403 ? Self.tokenHint : "")
         }
+    }
+
+    /// The exit status of a run that ends with this error: 69 (EX_UNAVAILABLE) when the server
+    /// cannot be reached, 77 (EX_NOPERM) when it refused the token or the requests, 1 otherwise.
+    var exitCode: Int32 {
+        switch self {
+        case .cannotConnect: 69
+        case .tokenRefused, .refused, .requestRefused: 77
+        default: 1
+        }
+    }
+
+    private static let tokenHint = "; give a credential the rules allow with --token or CANOPY_TOKEN"
+
+    private static func refusedText(what: String, refusals: [String: Int], total: Int, server: String) -> String {
+        let refused = refusals.values.reduce(0, +)
+        let statuses = Refusals.describe(refusals)
+        let denied = refusals.keys.contains { $0 == "permission_denied" || $0.hasSuffix("_token") }
+        let hint = denied ? tokenHint : ""
+        if refused >= total {
+            return "\(server) refused every one of the \(total) \(what) answered (\(statuses)): nothing was measured"
+                + hint
+        }
+        return "\(server) refused \(refused) of the \(total) \(what) answered (\(statuses))" + hint
     }
 }

@@ -9,7 +9,12 @@ struct MetricsSnapshot: Sendable {
 
     static func read(from server: String) async throws -> MetricsSnapshot {
         let url = "http://\(server)/metrics"
-        let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(10))
+        let response: HTTPClientResponse
+        do {
+            response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(10))
+        } catch {
+            throw LoadError.httpFailed(url: url, reason: ConnectFailure.describe(error))
+        }
         guard response.status.code == 200 else {
             throw LoadError.httpFailed(url: url, reason: "status \(response.status.code)")
         }

@@ -11,11 +11,14 @@ import NIOHTTP1
 final class RESTWriter: Sendable {
     let server: String
     let namespace: String
+    /// Sent as `Authorization: Bearer` with every request.
+    let token: String?
     private let client: HTTPClient
 
-    init(server: String, namespace: String) {
+    init(server: String, namespace: String, token: String? = nil) {
         self.server = server
         self.namespace = namespace
+        self.token = token
         var configuration = HTTPClient.Configuration()
         configuration.timeout.connect = .milliseconds(250)
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
@@ -27,32 +30,48 @@ final class RESTWriter: Sendable {
 
     /// Puts `json` at `path` and waits for a 2xx answer; while the server cannot be reached (it is
     /// restarting) or does not answer, tries again until `deadline` (monotonic nanoseconds).
-    /// `through` names another server (host:port) to send it to; redirects are followed.
+    /// `through` names another server (host:port) to send it to; redirects are followed. A `401` or
+    /// `403` throws ``LoadError/requestRefused(what:server:status:message:)``.
     func put(_ path: String, json: String, until deadline: UInt64, through: String? = nil) async throws {
-        let url = "http://\(through ?? server)/\(path).json?ns=\(namespace)&print=silent"
+        let target = through ?? server
+        let url = "http://\(target)/\(path).json?ns=\(namespace)&print=silent"
         var request = HTTPClientRequest(url: url)
         request.method = .PUT
         request.headers.add(name: "Content-Type", value: "application/json")
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
         request.body = .bytes(ByteBuffer(string: json))
         while true {
             let remaining = Int64(deadline) - Int64(monotonicNanoseconds())
             do {
                 let response = try await client.execute(
                     request, timeout: .nanoseconds(max(remaining, 1_000_000_000)))
-                guard (200..<300).contains(response.status.code) else {
+                let status = Int(response.status.code)
+                guard (200..<300).contains(status) else {
                     let body = String(buffer: try await response.body.collect(upTo: 1 << 16))
-                    throw LoadError.httpFailed(url: url, reason: "status \(response.status.code): \(body)")
+                    if status == 401 || status == 403 {
+                        throw LoadError.requestRefused(
+                            what: "PUT /\(path)", server: target, status: status, message: Self.errorMessage(body))
+                    }
+                    throw LoadError.httpFailed(url: url, reason: "status \(status): \(body)")
                 }
                 return
             } catch let error as LoadError {
                 throw error
             } catch {
                 if Task.isCancelled || monotonicNanoseconds() >= deadline {
-                    throw LoadError.httpFailed(url: url, reason: "\(error)")
+                    throw LoadError.cannotConnect(address: target, reason: ConnectFailure.describe(error))
                 }
                 try await Task.sleep(for: .milliseconds(5))
             }
         }
+    }
+
+    /// The `error` member of the server's JSON error body, else the body.
+    static func errorMessage(_ body: String) -> String {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any],
+            let message = object["error"] as? String
+        else { return body }
+        return message
     }
 
     /// The port of the node serving the namespace, among nodes of one cluster on this host: the one
@@ -79,9 +98,9 @@ final class RESTWriter: Sendable {
         while tried < 4 * ports.count {
             tried += 1
             do {
-                let response = try await probe.execute(
-                    HTTPClientRequest(url: "http://\(host):\(port)/.json?ns=\(namespace)&shallow=true"),
-                    timeout: .seconds(10))
+                var request = HTTPClientRequest(url: "http://\(host):\(port)/.json?ns=\(namespace)&shallow=true")
+                if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+                let response = try await probe.execute(request, timeout: .seconds(10))
                 _ = try? await response.body.collect(upTo: 1 << 20)
                 if response.status.code == 307,
                     let owner = response.headers.first(name: "Location").flatMap(URLComponents.init(string:))?.port

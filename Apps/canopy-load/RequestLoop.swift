@@ -8,8 +8,9 @@ final class PhasedLatencies: Sendable {
     /// The phase requests are sent in now; -1 once stopped.
     private let current = Atomic<Int>(0)
     private let histograms: Mutex<[Histogram<UInt64>]>
-    /// Answers whose status was not `ok` (they count in the latencies too).
+    /// Answers whose status was not `ok` (they count in the latencies too), and their statuses.
     let failures = Atomic<Int>(0)
+    let refusals = Refusals()
     /// Loops that stopped: after ``stop()``, or because their connection closed.
     let loopsDone = Atomic<Int>(0)
     /// Loops whose connection closed before ``stop()``.
@@ -76,7 +77,11 @@ final class RequestLoopSession: LoadSession {
         }
         guard MessageText.responseNumber(message) == number else { return }
         latencies.record(monotonicNanoseconds() - sentAt, phase: sentPhase)
-        if MessageText.status(message) != "ok" { latencies.failures.add(1, ordering: .relaxed) }
+        let status = MessageText.status(message) ?? "no status"
+        if status != "ok" {
+            latencies.failures.add(1, ordering: .relaxed)
+            latencies.refusals.add(status)
+        }
         sendNext(&output)
     }
 

@@ -27,11 +27,22 @@ final class SDKStormClient: Sendable {
         var stopped = false
     }
 
-    init(index: Int, url: String, tally: StormTally, queue: DispatchQueue) {
+    /// With `authToken`, the instance signs in with it (`setAuthToken`); a refusal of the token or
+    /// of a listen is recorded in `tally`.
+    init(index: Int, url: String, authToken: String?, tally: StormTally, queue: DispatchQueue) {
         self.index = index
         self.tally = tally
         self.queue = queue
         database = Database.database(url: url)
+        if let authToken {
+            database.setAuthToken(authToken)
+            let server = url
+            database.observeAuthState { state in
+                if case .refused(let status, let reason) = state {
+                    tally.fail(.tokenRefused(server: server, status: status, reason: reason))
+                }
+            }
+        }
     }
 
     func run() async {
@@ -39,19 +50,26 @@ final class SDKStormClient: Sendable {
         database.reference(withPath: ".info/connected").observe(.value) { [self] snapshot in
             connectionChanged(snapshot.value as? Bool ?? false)
         }
-        database.reference(withPath: StormLayout.own(index)).observe(.value) { [self] _ in
-            state.withLock { state in
-                state.sawOwn = true
-                checkProgress(&state)
-            }
+        let refused: @Sendable (any Error) -> Void = { [tally] error in
+            tally.listenRefusals.add((error as? DatabaseError)?.code ?? "\(error)")
         }
-        database.reference(withPath: StormLayout.shared).observe(.value) { [self] snapshot in
-            let value = (snapshot.value as? Int).map(Double.init) ?? snapshot.value as? Double
-            state.withLock { state in
-                state.shared = value
-                checkProgress(&state)
-            }
-        }
+        database.reference(withPath: StormLayout.own(index)).observe(
+            .value,
+            with: { [self] _ in
+                state.withLock { state in
+                    state.sawOwn = true
+                    checkProgress(&state)
+                }
+            }, withCancel: refused)
+        database.reference(withPath: StormLayout.shared).observe(
+            .value,
+            with: { [self] snapshot in
+                let value = (snapshot.value as? Int).map(Double.init) ?? snapshot.value as? Double
+                state.withLock { state in
+                    state.shared = value
+                    checkProgress(&state)
+                }
+            }, withCancel: refused)
         while !Task.isCancelled, !state.withLock({ $0.stopped }) {
             try? await Task.sleep(for: .seconds(1))
         }

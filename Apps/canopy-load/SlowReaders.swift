@@ -185,7 +185,7 @@ struct SlowReaders: AsyncParsableCommand {
                 }
                 streamList = try await connectAll(streams) { _ in
                     try await StalledStream.open(
-                        host: host, port: port, target: "/\(Self.hotPath).json?ns=\(options.namespace)",
+                        host: host, port: port, target: "/\(Self.hotPath).json?\(options.restQuery)",
                         receiveBufferSize: receiveBuffer, tally: streamTally)
                 }
             }

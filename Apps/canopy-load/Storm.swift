@@ -24,7 +24,8 @@ struct Storm: AsyncParsableCommand {
             each connection with a TCP reset; the server keeps running), or the server is restarted \
             (--restart kill|term: SIGKILL or SIGTERM, then started again on the same port and data \
             folder; needs --launch). Right after the cut (after the restart: as soon as the server \
-            accepts connections) the tool sets `storm/shared` to the round's number over REST.
+            accepts connections) the tool sets `storm/shared` to the round's number over REST. A \
+            refused token, seed write or listen ends the run at once (exit status 77).
 
             A client is back when it is connected again, both its listens are answered on the new \
             connection and it holds the round's number at `storm/shared`. The tool reports the \
@@ -119,12 +120,14 @@ struct Storm: AsyncParsableCommand {
             if sdk {
                 let address = nodes > 1 ? "\(endpoint.host):\(endpoint.port + index % nodes)" : options.server
                 let url = "http://\(address)?ns=\(options.namespace)&client=\(index)"
-                return SDKStormClient(index: index, url: url, tally: tally, queue: callbacks)
+                return SDKStormClient(
+                    index: index, url: url, authToken: options.authToken, tally: tally, queue: callbacks)
             }
             return StormClient(
-                index: index, host: endpoint.host, port: endpoint.port, namespace: options.namespace, tally: tally)
+                index: index, host: endpoint.host, port: endpoint.port, namespace: options.namespace,
+                authToken: options.authToken, tally: tally)
         }
-        let writer = RESTWriter(server: options.server, namespace: options.namespace)
+        let writer = RESTWriter(server: options.server, namespace: options.namespace, token: options.authToken)
         var tasks: [Task<Void, Never>] = []
         func stopAll() async {
             for client in clientList { client.stop() }
@@ -139,6 +142,7 @@ struct Storm: AsyncParsableCommand {
             console.line(
                 "storm: \(clients) clients × 2 listens (own location, \(payload) bytes; one shared), \(mode), "
                     + "\(rounds) round(s), against \(options.server)")
+            try await options.checkReachable()
             try await seed(writer)
             let connectStarted = monotonicNanoseconds()
             try await connect(clientList, tasks: &tasks, tally: tally, console: console)
@@ -218,6 +222,14 @@ struct Storm: AsyncParsableCommand {
                 tasks.append(Task { await client.run() })
             }
             while tally.ready.load(ordering: .relaxed) < total {
+                if let failure = tally.failure.withLock({ $0 }) { throw failure }
+                let refused = tally.listenRefusals.byStatus
+                if !refused.isEmpty {
+                    throw LoadError.refused(
+                        what: "listens", refusals: refused,
+                        total: 2 * tally.ready.load(ordering: .relaxed) + tally.listenRefusals.total,
+                        server: options.server)
+                }
                 guard monotonicNanoseconds() < deadline else {
                     throw LoadError.clientsNotReady(ready: tally.ready.load(ordering: .relaxed), total: total)
                 }
@@ -323,7 +335,7 @@ struct Storm: AsyncParsableCommand {
             failedAttempts: sdk ? nil : tally.failedAttempts.load(ordering: .relaxed) - failedBefore,
             mostAttemptsByOneClient: attemptsPerClient.max() ?? 0,
             ownDataResent: sdk ? nil : tally.ownDataResent.load(ordering: .relaxed) - resentBefore,
-            refusedListens: tally.refusedListens.load(ordering: .relaxed),
+            refusedListens: tally.listenRefusals.total,
             serverStartCPUSeconds: startCPU, serverCPUSeconds: serverCPUSeconds,
             serverCPUMicrosecondsPerClient: serverCPUSeconds.map { $0 / Double(total) * 1e6 },
             loadGeneratorCPUSeconds: ProcessCPU.ownSeconds() - ownCPUBefore,

@@ -19,8 +19,15 @@ final class StormTally: Sendable {
     /// Pushes of a client's own data after a reconnect: each one means the server did not take the
     /// hash the client sent as proof it already holds that data.
     let ownDataResent = Atomic<Int>(0)
-    /// Listens answered with anything but `ok`.
-    let refusedListens = Atomic<Int>(0)
+    /// Listens answered with anything but `ok`, by status.
+    let listenRefusals = Refusals()
+    /// Why clients cannot connect at all (the server refused the token): the run ends at once.
+    let failure = Mutex<LoadError?>(nil)
+
+    /// Records `error` as the reason the run cannot go on (the first one is kept).
+    func fail(_ error: LoadError) {
+        failure.withLock { if $0 == nil { $0 = error } }
+    }
 }
 
 /// Where a storm's data lives: each client's own location, and one location every client listens to.
@@ -43,6 +50,7 @@ final class StormClient: Sendable {
     private let host: String
     private let port: Int
     private let namespace: String
+    private let authToken: String?
     private let tally: StormTally
     private let state = Mutex(State())
 
@@ -71,12 +79,14 @@ final class StormClient: Sendable {
         var attemptsSinceCut = 0
     }
 
-    init(index: Int, host: String, port: Int, namespace: String, tally: StormTally) {
+    /// With `authToken`, each connection authenticates with it before it listens.
+    init(index: Int, host: String, port: Int, namespace: String, authToken: String?, tally: StormTally) {
         self.index = index
         self.ownPath = StormLayout.own(index)
         self.host = host
         self.port = port
         self.namespace = namespace
+        self.authToken = authToken
         self.tally = tally
     }
 
@@ -110,7 +120,7 @@ final class StormClient: Sendable {
                 if let lastSession { uri += "&ls=\(lastSession)" }
                 let connection = try await LoadConnection.connect(
                     host: host, port: port, uri: uri, group: MultiThreadedEventLoopGroup.singleton,
-                    connectTimeout: .seconds(30)
+                    connectTimeout: .seconds(30), authToken: authToken
                 ) { [self] in StormSession(client: self, attempt: attempt) }
                 let keep = state.withLock { state in
                     guard !state.stopped else { return false }
@@ -129,6 +139,13 @@ final class StormClient: Sendable {
                 await waitForClose(of: attempt)
                 helloTimeout.cancel()
                 backoff.connectionLasted(ContinuousClock.now - opened)
+            } catch let error as LoadError {
+                tally.failedAttempts.add(1, ordering: .relaxed)
+                // A refused token is refused again on every attempt.
+                if case .tokenRefused(_, let status, _) = error, status != "closed" {
+                    tally.fail(error)
+                    return
+                }
             } catch {
                 tally.failedAttempts.add(1, ordering: .relaxed)
             }
@@ -181,7 +198,7 @@ final class StormClient: Sendable {
                 return (state.own.hash, state.shared.hash)
             }
             tally.connected.add(1, ordering: .relaxed)
-            // What the SDK sends once greeted (no auth token, no pending writes here).
+            // What the SDK sends once greeted (its token went first, no pending writes here).
             output.send(Self.request(1, .stats(["c": ["sdk.swift.canopy": 1]])))
             output.send(Self.request(2, .listen(path: ownPath, query: nil, tag: nil, hash: ownHash)))
             output.send(Self.request(3, .listen(path: StormLayout.shared, query: nil, tag: nil, hash: sharedHash)))
@@ -211,7 +228,7 @@ final class StormClient: Sendable {
         case .response(let number, let status, _):
             guard number == 2 || number == 3 else { return }
             guard status == "ok" else {
-                tally.refusedListens.add(1, ordering: .relaxed)
+                tally.listenRefusals.add(status)
                 return
             }
             state.withLock { state in

@@ -35,36 +35,61 @@ struct Window: AsyncParsableCommand {
     func run() async throws {
         let (host, port) = try options.endpoint()
         report("window: \(children) children, limitToLast(\(window)) by value, \(rate) writes/s for \(duration) s")
-        let writer = try await options.connect { IgnoringSession() }
+        try await options.checkReachable()
+        let answers = AnswerCounts()
+        let writer = try await options.connect { AnswerCountingSession(counts: answers) }
+        let server = options.server
+        // Refused writes or a refused listen leave nothing to measure: the run ends at once.
+        let refused: @Sendable (Tally?) -> LoadError? = { reader in
+            if let reader, !reader.refusals.byStatus.isEmpty {
+                return .refused(what: "listens", refusals: reader.refusals.byStatus, total: 1, server: server)
+            }
+            let writes = answers.refusals.byStatus
+            guard writes.isEmpty else {
+                return .refused(what: "writes", refusals: writes, total: answers.answered, server: server)
+            }
+            return nil
+        }
         let writes = Int(Double(rate) * duration)
         var seed: [String] = []
         for index in 0..<children { seed.append("\"k\(index)\":\(Int.random(in: 0..<1_000_000))") }
         writer.send(Requests.put(1, path: "win/items", json: "{" + seed.joined(separator: ",") + "}"))
         try await Task.sleep(for: .seconds(1))
+        if let failure = refused(nil) { throw failure }
 
         // The writer alone, to take its CPU out of the readers' figures.
         let writerOnly = try await drive(writer, firstNumber: 2, tally: Tally())
         report(String(format: "writer alone: %.3f s of this process's CPU", writerOnly.cpuSeconds))
         let rawTally = Tally()
         let raw = try await options.connect { RawWindowSession(window: window, tally: rawTally) }
-        while rawTally.ready.load(ordering: .relaxed) == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        while rawTally.ready.load(ordering: .relaxed) == 0 {
+            if let failure = refused(rawTally) { throw failure }
+            try await Task.sleep(for: .milliseconds(10))
+        }
         var rawRun = try await drive(writer, firstNumber: 2 + writes, tally: rawTally)
         rawRun.cpuSeconds -= writerOnly.cpuSeconds
         raw.close()
         report(rawRun.describe("raw frames"))
 
         let database = Database.database(url: "http://\(host):\(port)?ns=\(options.namespace)")
+        if let token = options.authToken { database.setAuthToken(token) }
         let query = database.reference(withPath: "win/items").queryOrderedByValue().queryLimited(toLast: UInt(window))
         let events = Tally()
         for type in [DataEventType.childAdded, .childChanged, .childRemoved, .childMoved] {
-            query.observe(type) { _ in events.count.add(1, ordering: .relaxed) }
+            query.observe(type, with: { _ in events.count.add(1, ordering: .relaxed) }) { error in
+                events.refusals.add((error as? DatabaseError)?.code ?? "\(error)")
+            }
         }
         // The window's first children arrive as child_added events first.
-        while events.count.load(ordering: .relaxed) < window { try await Task.sleep(for: .milliseconds(10)) }
+        while events.count.load(ordering: .relaxed) < window {
+            if let failure = refused(events) { throw failure }
+            try await Task.sleep(for: .milliseconds(10))
+        }
         try await Task.sleep(for: .milliseconds(500))
         var sdkRun = try await drive(writer, firstNumber: 2 + 2 * writes, tally: events)
         sdkRun.cpuSeconds -= writerOnly.cpuSeconds
         report(sdkRun.describe("Canopy SDK"))
+        if let failure = refused(nil) { throw failure }
         report(
             String(
                 format: "SDK / raw: %.2f× the changes per second, %.2f× the CPU per change",
@@ -133,7 +158,8 @@ final class RawWindowSession: LoadSession {
         guard let json = try? JSONValue(parsing: message), let decoded = try? ServerMessage(json: json) else { return }
         switch decoded {
         case .merge(_, .object(let members), _): tally.count.add(members.count, ordering: .relaxed)
-        case .response(1, _, _): tally.ready.store(1, ordering: .relaxed)
+        case .response(1, "ok", _): tally.ready.store(1, ordering: .relaxed)
+        case .response(1, let status, _): tally.refusals.add(status)
         default: break
         }
     }

@@ -9,7 +9,10 @@ struct Writes: AsyncParsableCommand {
         abstract: "Acknowledged writes/s from concurrent WebSocket writers.",
         discussion: """
             Each connection keeps `--pipeline` puts in flight to `load/w<connection>/k<0..999>` and sends \
-            the next one when one is acknowledged. With `--baseline <folder>`, raw upserts of the same \
+            the next one when one is answered. Only puts answered `ok` count as acknowledged; the others \
+            (`permission_denied` from the server's rules, …) are counted by status and printed, a \
+            connection none of whose first --pipeline puts was acknowledged stops at once, and the run \
+            exits with status 77 when the server refused any put. With `--baseline <folder>`, raw upserts of the same \
             keys are then measured straight through GRDB at the same durability (see `canopy-load \
             baseline`): once with the server's own average transaction size during the run (read from \
             its /metrics), once with connections × pipeline rows per transaction; the ratios are printed. \
@@ -46,6 +49,7 @@ struct Writes: AsyncParsableCommand {
         let serverPid = launchOptions.serverPid
         let result: WritesResult
         do {
+            try await options.checkReachable()
             result = try await measure(console: console) {
                 launched?.cpuSeconds ?? serverPid.flatMap(ProcessCPU.seconds(of:))
             }
@@ -55,6 +59,14 @@ struct Writes: AsyncParsableCommand {
         }
         await launched?.shutDown()
         for line in result.describe() { console.line(line) }
+        let refused = LoadError.refused(
+            what: "writes", refusals: result.refusedWrites, total: result.ackedWrites + result.refused,
+            server: options.server)
+        guard result.ackedWrites > 0 else {
+            try console.emit(report(result, machine: machine, baselines: []))
+            throw ReportedFailure(
+                error: result.refused > 0 ? refused : .check("no write was answered within \(duration) s"))
+        }
         var baselines: [WritesBaseline] = []
         if let baseline, let writesPerTransaction = result.writesPerTransaction {
             let sizes = Set([max(1, Int(writesPerTransaction.rounded())), connections * pipeline]).sorted()
@@ -71,10 +83,14 @@ struct Writes: AsyncParsableCommand {
                 baselines.append(figure)
             }
         }
-        try console.emit(
-            WritesReport(
-                scenario: "writes", server: options.server, connections: connections, pipeline: pipeline,
-                duration: duration, machine: machine, canopy: result, baseline: baselines))
+        try console.emit(report(result, machine: machine, baselines: baselines))
+        if result.refused > 0 { throw ReportedFailure(error: refused) }
+    }
+
+    private func report(_ result: WritesResult, machine: MachineInfo, baselines: [WritesBaseline]) -> WritesReport {
+        WritesReport(
+            scenario: "writes", server: options.server, connections: connections, pipeline: pipeline,
+            duration: duration, machine: machine, canopy: result, baseline: baselines)
     }
 
     /// Runs the writers against the server for `duration` seconds.
@@ -94,8 +110,9 @@ struct Writes: AsyncParsableCommand {
             let seconds = Double(monotonicNanoseconds() - started) / 1e9
             let acked = tally.count.load(ordering: .relaxed)
             return String(
-                format: "writes: %.1f of %g s, %d acked (%.0f/s), %d of %d connections done", seconds, duration, acked,
-                Double(acked) / max(seconds, 1e-3), tally.sessionsDone.load(ordering: .relaxed), connections)
+                format: "writes: %.1f of %g s, %d acked (%.0f/s), %d refused, %d of %d connections done", seconds,
+                duration, acked, Double(acked) / max(seconds, 1e-3), tally.refusals.total,
+                tally.sessionsDone.load(ordering: .relaxed), connections)
         }
         let (open, closedEarly) = try await console.withProgress(status) {
             let open = try await connectAll(connections, options: options) { index in
@@ -110,11 +127,13 @@ struct Writes: AsyncParsableCommand {
             console.line("warning: \(closedEarly) connection(s) closed before their session was done")
         }
         let total = tally.count.load(ordering: .relaxed)
+        let refusals = tally.refusals.byStatus
         let serverCPUSeconds = cpuAfter.flatMap { after in cpuBefore.map { after - $0 } }
         var batches: CommitBatches?
         if let batchesBefore { batches = try await CommitBatches.read(from: options.server).since(batchesBefore) }
         return WritesResult(
-            ackedWrites: total, seconds: elapsed, writesPerSecond: Double(total) / elapsed,
+            ackedWrites: total, refused: refusals.values.reduce(0, +), refusedWrites: refusals, seconds: elapsed,
+            writesPerSecond: Double(total) / elapsed,
             ackLatency: LatencyFigures(tally.histogram), connectionsClosedEarly: closedEarly,
             serverCPUSeconds: serverCPUSeconds,
             serverCPUMicrosecondsPerWrite: serverCPUSeconds.map { total > 0 ? $0 / Double(total) * 1e6 : 0 },
@@ -125,7 +144,11 @@ struct Writes: AsyncParsableCommand {
 
 /// The figures of one `writes` run against the server.
 struct WritesResult: Encodable {
+    /// Puts answered `ok`: the only ones counted in the rate and the latencies.
     var ackedWrites: Int
+    /// Puts answered with another status, and how many with each.
+    var refused: Int
+    var refusedWrites: [String: Int]
     var seconds: Double
     var writesPerSecond: Double
     var ackLatency: LatencyFigures
@@ -141,8 +164,9 @@ struct WritesResult: Encodable {
     func describe() -> [String] {
         var lines = [
             String(format: "acked writes: %d in %.2f s = %.0f writes/s", ackedWrites, seconds, writesPerSecond),
-            "ack latency: " + ackLatency.describe(),
+            "ack latency: " + (ackedWrites > 0 ? ackLatency.describe() : "none (no write was acknowledged)"),
         ]
+        if refused > 0 { lines.append("refused writes: \(refused) (\(Refusals.describe(refusedWrites)))") }
         if let serverCPUSeconds, let serverCPUMicrosecondsPerWrite {
             lines.append(
                 String(
@@ -218,6 +242,8 @@ final class WriterSession: LoadSession {
         var next = 1
         var histogram = makeHistogram()
         var finished = false
+        /// Puts of this connection answered `ok`.
+        var acked = 0
 
         mutating func sendOne(_ output: inout LoadOutput) {
             let number = next
@@ -245,10 +271,18 @@ final class WriterSession: LoadSession {
                 return
             }
             let now = monotonicNanoseconds()
-            tally.count.add(1, ordering: .relaxed)
-            _ = histogram.record(now - sent)
-            if now < deadline {
-                sendOne(&output)
+            let status = MessageText.status(message) ?? "no status"
+            if status == "ok" {
+                acked += 1
+                tally.count.add(1, ordering: .relaxed)
+                _ = histogram.record(now - sent)
+            } else {
+                tally.refusals.add(status)
+            }
+            // A refused put is not replaced until a put of this connection was acknowledged: one whose
+            // puts are all refused stops once its first ones are answered.
+            if now < deadline, acked > 0 {
+                while inFlight < pipeline { sendOne(&output) }
             } else if inFlight == 0 {
                 finished = true
                 tally.finish(with: histogram)

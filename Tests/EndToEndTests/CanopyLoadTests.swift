@@ -121,7 +121,7 @@ struct CanopyLoadTests {
 }
 
 /// Runs the `canopy-load` executable built beside the tests.
-private enum CanopyLoad {
+enum CanopyLoad {
     enum Failure: Error, CustomStringConvertible {
         case notBuilt
         case timedOut(String)
@@ -138,8 +138,10 @@ private enum CanopyLoad {
 
     /// Runs `canopy-load` with `arguments`; returns its exit status, the JSON object it printed and
     /// everything it wrote (for failure messages).
-    static func run(_ arguments: [String]) async throws -> (Int32, [String: Any], String) {
-        let (status, output, log) = try await launch(arguments)
+    static func run(
+        _ arguments: [String], environment: [String: String] = [:]
+    ) async throws -> (Int32, [String: Any], String) {
+        let (status, output, log) = try await launch(arguments, environment: environment)
         guard let object = try? JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any] else {
             throw Failure.notJSON(log)
         }
@@ -152,9 +154,12 @@ private enum CanopyLoad {
         return (status, log)
     }
 
-    /// Runs `canopy-load` until it exits; returns its exit status, its standard output, and both
-    /// of its outputs together.
-    private static func launch(_ arguments: [String]) async throws -> (Int32, String, String) {
+    /// Runs `canopy-load` until it exits, with `environment` added to this process's (less any
+    /// `CANOPY_TOKEN`); returns its exit status, its standard output, and both of its outputs
+    /// together.
+    static func launch(
+        _ arguments: [String], environment: [String: String] = [:]
+    ) async throws -> (Int32, String, String) {
         guard let executable else { throw Failure.notBuilt }
         let folder = try TestServer.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -165,6 +170,9 @@ private enum CanopyLoad {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        var merged = ProcessInfo.processInfo.environment
+        merged["CANOPY_TOKEN"] = nil
+        process.environment = merged.merging(environment) { $1 }
         process.standardOutput = FileHandle(forWritingAtPath: outPath)
         process.standardError = FileHandle(forWritingAtPath: errPath)
         try process.run()
