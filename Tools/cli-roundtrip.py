@@ -1,15 +1,22 @@
 #!/usr/bin/env python3
 """A large `canopy import` / `canopy export` round trip, compared byte for byte.
 
-Generates a JSON document of about SIZE_MB megabytes, written exactly as canopy-server writes JSON
-(compact, members in key order, arrays for 0..n keys, a final newline), so that the export of what was imported
-must be the same bytes. Starts canopy-server on a free port with its data in a temporary folder,
+Generates a JSON document, written exactly as canopy-server writes JSON (compact, members in key
+order, arrays for 0..n keys, a final newline), so that the export of what was imported must be the
+same bytes. Two shapes:
+
+- `records` (the default): about SIZE_MB megabytes of groups of 1,000 records with 4 KB strings,
+  five 2 MB strings and an array of 2,000 objects;
+- `wide`: one node with --children small children, as a Firebase export's `users/`:
+  `{"users": {"u0000000": {"bio": <200 bytes>, "name": "user 0", "score": 0}, ...}}` (SIZE_MB is
+  ignored).
+ Starts canopy-server on a free port with its data in a temporary folder,
 imports the file with `canopy import`, exports it again with `canopy export`, and samples each
 `canopy` process's memory from /proc every 10 ms: the peak resident set (VmHWM) and the peak of
 its anonymous part (RssAnon), which is what a streaming import or export must keep flat. Then
 compares the two files with `cmp`.
 
-    Tools/cli-roundtrip.py [SIZE_MB] [--bin DIR] [--keep]
+    Tools/cli-roundtrip.py [SIZE_MB] [--shape records|wide] [--children N] [--bin DIR] [--keep]
 
 Release builds first (DIR defaults to .build-release/release):
     swift build -c release --scratch-path .build-release --product canopy-server
@@ -20,6 +27,7 @@ file) and memory for the server, which holds the whole tree.
 
 import argparse
 import os
+import resource
 import shutil
 import socket
 import subprocess
@@ -72,6 +80,27 @@ def generate(path, size_mb):
     return size
 
 
+WIDE_BIO = 200
+
+
+def generate_wide(path, children):
+    """Writes one node with `children` small children and returns the document's size in bytes."""
+    started = time.monotonic()
+    bio = "b" * WIDE_BIO
+    with open(path, "w", encoding="ascii") as out:
+        out.write('{"users":{')
+        for start in range(0, children, 10_000):
+            if start:
+                out.write(",")
+            out.write(",".join(
+                f'"u{i:07d}":{{"bio":"{bio}","name":"user {i}","score":{i}}}'
+                for i in range(start, min(children, start + 10_000))))
+        out.write("}}\n")
+    size = os.path.getsize(path)
+    say(f"generated {size / 1e6:.1f} MB (one node with {children} children) in {time.monotonic() - started:.1f} s")
+    return size
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -88,8 +117,16 @@ def memory_kb(pid):
         return None
 
 
+def cpu_seconds(pid):
+    """User and system CPU time of a running process, in seconds."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_sampled(arguments, stdout):
-    """Runs `canopy` and returns (seconds, peak VmHWM kB, peak RssAnon kB)."""
+    """Runs `canopy` and returns (seconds, peak VmHWM kB, peak RssAnon kB, its CPU seconds)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     process = subprocess.Popen(arguments, stdout=stdout, stderr=subprocess.PIPE)
     peaks = [0, 0]
@@ -107,14 +144,24 @@ def run_sampled(arguments, stdout):
     _, errors = process.communicate()
     sampler.join()
     seconds = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     if process.returncode != 0:
         sys.exit(f"cli-roundtrip: {' '.join(arguments[1:3])} failed ({process.returncode}): {errors.decode().strip()}")
-    return seconds, peaks[0], peaks[1]
+    return seconds, peaks[0], peaks[1], cpu
+
+
+def describe(what, size, figures):
+    seconds, hwm, anon, cli_cpu, server_cpu = figures
+    return (f"{what}: {seconds:.1f} s ({size / 1e6 / seconds:.1f} MB/s), peak RSS {hwm / 1024:.0f} MB, "
+            f"peak anonymous {anon / 1024:.0f} MB; CPU: canopy {cli_cpu:.2f} s, server {server_cpu:.2f} s")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("size_mb", nargs="?", type=int, default=1000)
+    parser.add_argument("--shape", choices=["records", "wide"], default="records")
+    parser.add_argument("--children", type=int, default=100_000, help="children of the wide node")
     parser.add_argument("--bin", default=".build-release/release")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     options = parser.parse_args()
@@ -130,7 +177,10 @@ def main():
     try:
         source = os.path.join(folder, "source.json")
         exported = os.path.join(folder, "export.json")
-        size = generate(source, options.size_mb)
+        if options.shape == "wide":
+            size = generate_wide(source, options.children)
+        else:
+            size = generate(source, options.size_mb)
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         server = subprocess.Popen(
@@ -145,21 +195,24 @@ def main():
             sys.exit("cli-roundtrip: canopy-server did not answer /health")
 
         say(f"importing into {url}/roundtrip")
-        seconds, hwm, anon = run_sampled([cli, "import", "roundtrip", source, "--url", url], subprocess.DEVNULL)
-        say(f"import: {seconds:.1f} s ({size / 1e6 / seconds:.1f} MB/s), peak RSS {hwm / 1024:.0f} MB, peak anonymous {anon / 1024:.0f} MB")
-        imported = (seconds, hwm, anon)
+        server_cpu = cpu_seconds(server.pid)
+        imported = run_sampled([cli, "import", "roundtrip", source, "--url", url], subprocess.DEVNULL)
+        imported += (cpu_seconds(server.pid) - server_cpu,)
+        say(describe("import", size, imported))
 
         say("exporting")
+        server_cpu = cpu_seconds(server.pid)
         with open(exported, "wb") as out:
-            seconds, hwm, anon = run_sampled([cli, "export", "roundtrip", "--url", url], out)
-        say(f"export: {seconds:.1f} s ({size / 1e6 / seconds:.1f} MB/s), peak RSS {hwm / 1024:.0f} MB, peak anonymous {anon / 1024:.0f} MB")
+            exported_figures = run_sampled([cli, "export", "roundtrip", "--url", url], out)
+        exported_figures += (cpu_seconds(server.pid) - server_cpu,)
+        say(describe("export", size, exported_figures))
         server_memory = memory_kb(server.pid)
 
         same = subprocess.run(["cmp", source, exported]).returncode == 0
         print(f"file: {size / 1e6:.1f} MB; export {os.path.getsize(exported) / 1e6:.1f} MB, "
               f"{'byte-identical' if same else 'DIFFERENT'}")
-        print(f"import: {imported[0]:.1f} s, peak RSS {imported[1] / 1024:.0f} MB, peak anonymous {imported[2] / 1024:.0f} MB")
-        print(f"export: {seconds:.1f} s, peak RSS {hwm / 1024:.0f} MB, peak anonymous {anon / 1024:.0f} MB")
+        print(describe("import", size, imported))
+        print(describe("export", size, exported_figures))
         if server_memory:
             print(f"server: peak RSS {server_memory[0] / 1024:.0f} MB (it holds the whole tree)")
         return 0 if same else 1
