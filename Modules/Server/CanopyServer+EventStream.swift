@@ -109,8 +109,9 @@ extension CanopyServer {
     /// `GET` with `Accept: text/event-stream`: the listener is registered and its first `put` queued
     /// before the headers go out; `keep-alive` events follow at the configured interval. A stream
     /// the rules stop allowing gets `cancel` and ends; one whose credential expires (`expiresAt`)
-    /// gets `auth_revoked` and ends. The stream holds `lease` until it ends. When the client leaves (`channel` closes, or only its input
-    /// does), even before the response started, its listener and its place in the metrics go at once.
+    /// gets `auth_revoked` and ends. The stream holds `lease` until it ends. When the client leaves
+    /// (`channel` closes, or only its input does), even before the response started, its listener
+    /// and its place in the metrics go at once, in one step.
     func eventStream(
         _ rest: RESTRequest, caller: Caller, until expiresAt: Date?, lease: DatabaseLease, channel: any Channel
     ) async -> Response {
@@ -133,14 +134,12 @@ extension CanopyServer {
             trips.tripped(limit)
             channel.close(promise: nil)
         }
-        let allowed = await database.listen(
-            subscriber, path: rest.path, params: params, queryID: params.queryIdentifier, tag: nil, hash: nil,
-            caller: caller)
+        let allowed = await Self.listenAndCount(
+            subscriber, path: rest.path, params: params, caller: caller, in: database, metrics: metrics)
         guard allowed else {
             lease.release()
             return Self.permissionDenied
         }
-        metrics.connections.increment()
         connections.streamStarted(subscriber)
         let keepalive = configuration.sseKeepaliveInterval
         let (metrics, connections) = (metrics, connections)
@@ -148,9 +147,9 @@ extension CanopyServer {
             subscriber.finish()
             subscriber.ended()
             connections.streamEnded(subscriber)
-            metrics.connections.decrement()
+            // Its listener and its place among the open connections go together.
             Task {
-                await database.removeSubscriber(subscriber.subscriberID)
+                await Self.dropListensAndUncount(subscriber.subscriberID, in: database, metrics: metrics)
                 lease.release()
             }
         }

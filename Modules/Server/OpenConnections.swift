@@ -61,4 +61,7 @@ final class OpenConnections: Sendable {
 
     /// Open realtime connections, for tests and logs.
     var realtimeCount: Int { state.withLock { $0.realtime } }
+
+    /// Event streams that have not ended, for tests and logs.
+    var streamCount: Int { state.withLock { $0.streams.count } }
 }

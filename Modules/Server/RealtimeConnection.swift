@@ -32,6 +32,8 @@ final class RealtimeConnection: Subscriber, FlushTarget {
     private let countsInBudget = Atomic(false)
     /// Set once the close frame was written (read on the event loop by ``RealtimeChannelHandler``).
     private let closeSent = Atomic(false)
+    /// The handing over of the onDisconnect writes, once started (``handOverDisconnectWrites(to:)``).
+    private let handover = Mutex<Task<Void, Never>?>(nil)
 
     /// How long the socket stays open after the server's close frame for the peer's answering close
     /// frame; then it is closed anyway.
@@ -218,8 +220,15 @@ final class RealtimeConnection: Subscriber, FlushTarget {
         }
     }
 
-    /// The socket closed.
-    func channelClosed() { enqueue(.closed) }
+    /// The socket closed: nothing more is written, and what waited to be is dropped.
+    func channelClosed() {
+        outbox.withLock { outbox in
+            outbox.closeCode = outbox.closeCode ?? .goingAway
+            outbox.closeWritten = true
+            outbox.pending.removeAll()
+        }
+        enqueue(.closed)
+    }
 
     private func enqueue(_ item: Inbound) {
         let (start, database) = inbox.withLock { inbox -> (Bool, Database?) in
@@ -251,10 +260,17 @@ final class RealtimeConnection: Subscriber, FlushTarget {
                     texts.append(text)
                 case .closed:
                     if let database, !texts.isEmpty { await server.handle(texts, on: self, database: database) }
-                    server.metrics.connections.decrement()
                     server.outboundBudget.remove(subscriberID)
-                    server.sessions.remove(self)
-                    if let database { await CanopyServer.disconnect(self, from: database) }
+                    if let database {
+                        // Findable by its session until its writes were handed over, so that a
+                        // reconnect naming it waits for them; counted open until then too.
+                        await handOverDisconnectWrites(to: database)
+                        server.sessions.remove(self)
+                        await CanopyServer.dropListensAndUncount(subscriberID, in: database, metrics: server.metrics)
+                    } else {
+                        server.sessions.remove(self)
+                        server.metrics.connections.decrement()
+                    }
                     inbox.withLock { $0.lease }?.release()
                     server.connections.realtimeClosed()
                     // Nothing more is read after the close; the inbox stays "draining" for good.
@@ -439,6 +455,23 @@ final class RealtimeConnection: Subscriber, FlushTarget {
 
     // MARK: onDisconnect
 
+    /// Runs the onDisconnect operations on `database`, once, whoever asks first: the connection's
+    /// close or a newer connection naming its session (``SessionRegistry/end(_:)``). Every caller
+    /// returns once they were handed over.
+    func handOverDisconnectWrites(to database: Database) async {
+        let task = handover.withLock { handover in
+            if let handover { return handover }
+            let started = Task { [self] in
+                let (operations, caller) = retire()
+                guard !operations.isEmpty else { return }
+                await database.runDisconnectWrites(operations, as: caller, session: sessionID)
+            }
+            handover = started
+            return started
+        }
+        await task.value
+    }
+
     /// Adds an onDisconnect operation unless the connection's operations would then hold more
     /// than `limit` bytes; returns whether it was added (a retired connection adds none, silently).
     func register(_ operation: DisconnectOperation, limit: Int) -> Bool {
@@ -506,6 +539,11 @@ final class SessionRegistry: Sendable {
         }
     }
 
+    /// The connection of session `id`, while it can be found by a reconnect naming it.
+    func connection(_ id: String) -> RealtimeConnection? {
+        state.withLock { $0.sessions[id]?.connection }
+    }
+
     func remove(_ connection: RealtimeConnection) {
         _ = state.withLock { $0.sessions.removeValue(forKey: connection.sessionID) }
     }
@@ -527,23 +565,16 @@ final class SessionRegistry: Sendable {
         for (connection, _) in using { connection.closeAfterPendingMessages(code: .goingAway) }
     }
 
-    /// Ends session `id`: runs its onDisconnect writes now, stops its listens and closes it.
+    /// Ends session `id`: runs its onDisconnect writes now (or waits for them, when its socket
+    /// closed and it is already running them), stops its listens and closes it.
     ///
     /// It is closed with a plain close frame, not control `s`: the official clients take `s` as
     /// "shut down for good" and stop reconnecting, which would stop the newer connection too.
     func end(_ id: String) async {
-        guard let (connection, database) = state.withLock({ $0.sessions.removeValue(forKey: id) }) else { return }
-        await CanopyServer.disconnect(connection, from: database)
-        connection.closeAfterPendingMessages(code: .goingAway)
-    }
-}
-
-extension CanopyServer {
-    /// Runs a closing connection's onDisconnect writes and drops its listens.
-    static func disconnect(_ connection: RealtimeConnection, from database: Database) async {
-        let (operations, caller) = connection.retire()
+        guard let (connection, database) = state.withLock({ $0.sessions[id] }) else { return }
+        await connection.handOverDisconnectWrites(to: database)
+        remove(connection)
         await database.removeSubscriber(connection.subscriberID)
-        guard !operations.isEmpty else { return }
-        await database.runDisconnectWrites(operations, as: caller, session: connection.sessionID)
+        connection.closeAfterPendingMessages(code: .goingAway)
     }
 }

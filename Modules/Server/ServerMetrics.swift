@@ -1,6 +1,10 @@
 public import Prometheus
+import Synchronization
 
 /// The server's Prometheus metrics, served at `/metrics`.
+///
+/// Gauges one event changes together (an event stream's listener and its connection) change in
+/// ``together(_:)``, and the exposition is read in the same lock: no reading shows half an event.
 public final class ServerMetrics: Sendable {
     public let registry: PrometheusCollectorRegistry
     let connections: Gauge
@@ -13,6 +17,7 @@ public final class ServerMetrics: Sendable {
     let resentWrites: Counter
     let namespacesOpen: Gauge
     private let limitTrips: [ServerLimit: Counter]
+    private let step = Mutex(())
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         self.registry = registry
@@ -52,10 +57,16 @@ public final class ServerMetrics: Sendable {
         limitTrips[limit]?.increment()
     }
 
+    /// Runs `changes` (to several metrics, for one event) so that no ``exposition()`` sees part
+    /// of them. They must not call ``together(_:)`` or ``exposition()``.
+    func together<Result: Sendable>(_ changes: () -> Result) -> Result {
+        step.withLock { _ in changes() }
+    }
+
     /// The metrics in the Prometheus text format.
     public func exposition() -> String {
         var buffer: [UInt8] = []
-        registry.emit(into: &buffer)
+        step.withLock { _ in registry.emit(into: &buffer) }
         return String(decoding: buffer, as: UTF8.self)
     }
 }

@@ -48,14 +48,19 @@ final class RawWebSocket {
     private(set) var sessionID = ""
     /// Every text frame received, in order.
     private(set) var texts: [String] = []
+    /// The number of the request sent with the upgrade, if any.
+    private(set) var firstRequestNumber: Int?
 
     private init(descriptor: Int32) { self.descriptor = descriptor }
 
     deinit { if descriptor >= 0 { close(descriptor) } }
 
-    /// Connects to `server`, upgrades to the realtime protocol and reads the hello.
+    /// Connects to `server`, upgrades to the realtime protocol and reads the hello. With
+    /// `firstRequest`, its frame is sent in the same write as the upgrade request (its number is
+    /// ``firstRequestNumber``), so it waits on the server while the connection opens.
     static func connect(
-        to server: TestServer, namespace: String = "test", lastSession: String? = nil
+        to server: TestServer, namespace: String = "test", lastSession: String? = nil,
+        firstRequest: ClientAction? = nil
     )
         async throws -> RawWebSocket
     {
@@ -80,7 +85,13 @@ final class RawWebSocket {
             "GET \(target) HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\nUpgrade: websocket\r\n"
             + "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
             + "Sec-WebSocket-Version: 13\r\n\r\n"
-        try socket.send(Array(request.utf8))
+        var bytes = Array(request.utf8)
+        if let firstRequest {
+            let (text, number) = socket.request(firstRequest)
+            socket.firstRequestNumber = number
+            bytes += frame(opcode: 0x1, payload: text)
+        }
+        try socket.send(bytes)
         let head = try await socket.readResponseHead()
         guard head.hasPrefix("HTTP/1.1 101") else { throw RawWebSocketError.notUpgraded(head) }
         guard let hello = try await socket.nextFrame(), hello.opcode == 0x1,
@@ -107,6 +118,13 @@ final class RawWebSocket {
 
     /// Sends one frame: `rsv` holds the three reserved bits (0–7); a masked frame uses a fixed key.
     func sendFrame(fin: Bool = true, rsv: UInt8 = 0, opcode: UInt8, payload: [UInt8], masked: Bool = true) throws {
+        try send(Self.frame(fin: fin, rsv: rsv, opcode: opcode, payload: payload, masked: masked))
+    }
+
+    /// The bytes of one frame, as ``sendFrame(fin:rsv:opcode:payload:masked:)`` sends them.
+    static func frame(
+        fin: Bool = true, rsv: UInt8 = 0, opcode: UInt8, payload: [UInt8], masked: Bool = true
+    ) -> [UInt8] {
         var bytes: [UInt8] = [(fin ? 0x80 : 0) | (rsv & 0x7) << 4 | (opcode & 0xF)]
         let maskBit: UInt8 = masked ? 0x80 : 0
         switch payload.count {
@@ -126,7 +144,7 @@ final class RawWebSocket {
         } else {
             bytes += payload
         }
-        try send(bytes)
+        return bytes
     }
 
     /// Sends `text` as one masked text frame.
