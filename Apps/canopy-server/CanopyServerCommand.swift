@@ -13,6 +13,11 @@ struct CanopyServerCommand: AsyncParsableCommand {
         discussion: """
             With no options it serves 127.0.0.1:9000 and keeps one SQLite database per namespace in \
             ./canopy-data. Every option can also be set through the environment variable named beside it.
+
+            Without a credential (--admin-secret, --auth-secret, --jwks-file) a server on a loopback \
+            address is a development server: 'owner', the Firebase emulator's admin credential, is its \
+            admin. Give secrets through their variables: every user of the machine sees a process's \
+            options (ps), not its environment.
             """,
         version: CanopyServer.version)
 
@@ -185,7 +190,11 @@ struct CanopyServerCommand: AsyncParsableCommand {
             """)
     var rules: String?
 
-    @Option(help: "Secret of HS256 ID tokens, at least 32 bytes. (CANOPY_AUTH_SECRET)")
+    @Option(
+        help: """
+            Secret of HS256 ID tokens, at least 32 bytes; prefer the variable, which ps does not show. \
+            (CANOPY_AUTH_SECRET)
+            """)
     var authSecret: String?
 
     @Option(help: "JWKS file with the public keys of RS256 and ES256 ID tokens. (CANOPY_JWKS_FILE)")
@@ -209,14 +218,14 @@ struct CanopyServerCommand: AsyncParsableCommand {
     @Option(
         help: """
             Admin credential (the rules do not apply to it), sent as ?auth=SECRET or \
-            'Authorization: Bearer SECRET'. (CANOPY_ADMIN_SECRET)
+            'Authorization: Bearer SECRET'; prefer the variable, which ps does not show. (CANOPY_ADMIN_SECRET)
             """)
     var adminSecret: String?
 
     @Flag(
         help: """
-            Behave like the Firebase emulator: 'owner' is the admin and the SDKs' unsigned mock tokens \
-            are accepted. Never on a server others can reach. (CANOPY_EMULATOR=true)
+            Behave like the Firebase emulator: 'owner' is the admin whatever else is configured, and the \
+            SDKs' unsigned mock tokens are accepted. Never on a server others can reach. (CANOPY_EMULATOR=true)
             """)
     var emulator = false
 

@@ -136,7 +136,7 @@ public struct CanopyServer: Sendable {
     func startupFacts(port: Int) -> Logger.Metadata {
         var facts: Logger.Metadata = [
             "host": "\(configuration.host)", "port": "\(port)", "version": "\(Self.version)",
-            "data": "\(configuration.postgresURL != nil ? "postgresql" : configuration.dataDirectory ?? "memory only")",
+            "data": "\(configuration.postgresURL != nil ? "postgresql" : configuration.dataDirectory ?? "in-memory")",
         ]
         if let rules = configuration.rulesFile { facts["rules"] = "\(rules)" }
         return facts
@@ -193,6 +193,19 @@ public struct CanopyServer: Sendable {
         } catch {
             throw .authentication(error)
         }
+        if let file = configuration.rulesFile {
+            let text: String
+            do {
+                text = try String(contentsOfFile: file, encoding: .utf8)
+            } catch {
+                throw .rules(path: file, problem: "cannot read it (\(error.localizedDescription))")
+            }
+            do {
+                await databases.useRules(StartupRules(text: text, document: try RulesDocument(parsing: text)))
+            } catch {
+                throw .rules(path: file, problem: error.description)
+            }
+        }
         if configuration.authentication.isEmulator {
             logger.warning(
                 "emulator mode: 'owner' is the admin and unsigned tokens are accepted; do not expose this server")
@@ -203,18 +216,6 @@ public struct CanopyServer: Sendable {
                 emulator) and a namespace without rules allows everyone everything; --admin-secret, \
                 --auth-secret or --jwks-file end this
                 """)
-        }
-        guard let file = configuration.rulesFile else { return }
-        let text: String
-        do {
-            text = try String(contentsOfFile: file, encoding: .utf8)
-        } catch {
-            throw .rules(path: file, problem: "cannot read it (\(error.localizedDescription))")
-        }
-        do {
-            await databases.useRules(StartupRules(text: text, document: try RulesDocument(parsing: text)))
-        } catch {
-            throw .rules(path: file, problem: error.description)
         }
     }
 

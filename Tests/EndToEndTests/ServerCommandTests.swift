@@ -184,6 +184,8 @@ struct ServerCommandTests {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let file = folder + "/a-file"
         #expect(FileManager.default.createFile(atPath: file, contents: Data("x".utf8)))
+        let rules = folder + "/rules.json"
+        try #"{"rules": {".read": "auth !="}}"#.write(toFile: rules, atomically: true, encoding: .utf8)
         var cases: [(arguments: [String], environment: [String: String], line: String)] = [
             (
                 ["--data", file + "/data"], [:],
@@ -209,6 +211,11 @@ struct ServerCommandTests {
                 ["--in-memory", "--admin-secret", ""], [:],
                 "cannot set up authentication: --admin-secret (CANOPY_ADMIN_SECRET) is empty"
             ),
+            (
+                ["--in-memory", "--rules", rules], [:],
+                "cannot use rules file \(rules): invalid rule expression at line 1, column 29: /.read: "
+                    + "unexpected end of the expression"
+            ),
         ]
         if FileManager.default.fileExists(atPath: "/proc/self") {
             cases.append(
@@ -223,6 +230,7 @@ struct ServerCommandTests {
             #expect(status == 1, "\(arguments)")
             #expect(Self.lines(output).last == "canopy-server: \(line)", "\(arguments): \(output)")
             #expect(Self.lines(output).filter { $0.hasPrefix("canopy-server:") }.count == 1, "\(output)")
+            #expect(!output.contains("development server"), "a server that does not start says only why: \(output)")
         }
     }
 
