@@ -53,6 +53,8 @@ public final class CommitQueue: Sendable {
         var writes: [StoredWrite]
         /// Changes to stored onDisconnect operations, committed with `writes`.
         var disconnects: [DisconnectChange] = []
+        /// Changes to the stored write ids, committed with `writes`.
+        var writeIDs: [WriteIDChange] = []
         /// A settings document to store instead of writes (always a batch of its own).
         var setting: (name: String, value: JSONValue?)?
         var onDurable: Completion
@@ -68,6 +70,8 @@ public final class CommitQueue: Sendable {
         var waiter: CheckedContinuation<Void, Never>?
         /// Set by a failed commit until ``resume()``: what every later submission fails with.
         var halted: StoreError?
+        /// The write ids of batches that stored nothing else, committed with the next batch that does.
+        var carriedWriteIDs: [WriteIDChange] = []
     }
 
     private let store: any ServerStore
@@ -97,15 +101,20 @@ public final class CommitQueue: Sendable {
     /// committed, in submission order, or with the error if it failed. After ``finish()`` it runs at once, on the
     /// caller's thread, with ``StoreError/queueFinished``.
     ///
-    /// `disconnects` commit in the same transaction as `writes` (see
-    /// ``ServerStore/commit(_:disconnects:)``).
+    /// `disconnects` and `writeIDs` commit in the same transaction as `writes` (see
+    /// ``ServerStore/commit(_:disconnects:writeIDs:)``). The write ids of a batch that stores no
+    /// writes and no onDisconnect operations (only refusals were answered) are not worth a
+    /// transaction of their own: they are committed with the next batch that stores something,
+    /// so that they are durable before any later write of their clients is.
     public func submit(
-        _ writes: [StoredWrite], disconnects: [DisconnectChange] = [], onDurable: @escaping Completion
+        _ writes: [StoredWrite], disconnects: [DisconnectChange] = [], writeIDs: [WriteIDChange] = [],
+        onDurable: @escaping Completion
     ) {
         let (accepted, waiter) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
             guard !state.finished else { return (false, nil) }
             state.pending.append(
-                Submission(writes: writes, disconnects: disconnects, setting: nil, onDurable: onDurable))
+                Submission(
+                    writes: writes, disconnects: disconnects, writeIDs: writeIDs, setting: nil, onDurable: onDurable))
             state.uncommittedWrites += writes.count
             defer { state.waiter = nil }
             return (true, state.waiter)
@@ -249,16 +258,22 @@ public final class CommitQueue: Sendable {
         var writes: [StoredWrite] = []
         writes.reserveCapacity(batch.reduce(0) { $0 + $1.writes.count })
         var disconnects: [DisconnectChange] = []
+        var writeIDs = state.withLock { state in
+            defer { state.carriedWriteIDs = [] }
+            return state.carriedWriteIDs
+        }
         for submission in batch {
             writes.append(contentsOf: submission.writes)
             disconnects.append(contentsOf: submission.disconnects)
+            writeIDs.append(contentsOf: submission.writeIDs)
+        }
+        writeIDs = WriteIDChange.latest(writeIDs)
+        if writes.isEmpty, disconnects.isEmpty, !writeIDs.isEmpty {
+            state.withLock { $0.carriedWriteIDs = writeIDs }
+            writeIDs = []
         }
         do {
-            if disconnects.isEmpty {
-                try store.commit(writes)
-            } else {
-                try store.commit(writes, disconnects: disconnects)
-            }
+            try commit(writes, disconnects: disconnects, writeIDs: writeIDs)
         } catch {
             logger.error(
                 "Commit failed",
@@ -285,11 +300,9 @@ public final class CommitQueue: Sendable {
                 continue
             }
             do {
-                if submission.disconnects.isEmpty {
-                    try store.commit(submission.writes)
-                } else {
-                    try store.commit(submission.writes, disconnects: submission.disconnects)
-                }
+                try commit(
+                    submission.writes, disconnects: submission.disconnects,
+                    writeIDs: WriteIDChange.latest(submission.writeIDs))
             } catch {
                 halted = halt(after: error)
                 answers.append(Answer(completion: submission.onDurable, result: .failure(error)))
@@ -304,6 +317,20 @@ public final class CommitQueue: Sendable {
                 "committed": "\(answers.count { if case .success = $0.result { true } else { false } })",
             ])
         return answers
+    }
+
+    /// One transaction through the store's narrowest call for what it holds. Write ids that fail
+    /// with their batch are dropped, not carried: they hold the batch's writes as applied.
+    private func commit(
+        _ writes: [StoredWrite], disconnects: [DisconnectChange], writeIDs: [WriteIDChange]
+    ) throws {
+        if !writeIDs.isEmpty {
+            try store.commit(writes, disconnects: disconnects, writeIDs: writeIDs)
+        } else if !disconnects.isEmpty {
+            try store.commit(writes, disconnects: disconnects)
+        } else {
+            try store.commit(writes)
+        }
     }
 
     /// Halts the queue after `error`; returns what later submissions fail with.

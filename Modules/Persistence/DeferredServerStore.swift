@@ -54,6 +54,20 @@ public final class DeferredServerStore: ServerStore {
         try created().commit(writes, disconnects: disconnects)
     }
 
+    /// Creates the backing store only for writes or onDisconnect operations: the write ids of
+    /// writes that stored nothing (refusals) are left out until then. Those of a later write that
+    /// creates it hold them again, since each records all a client's recent writes.
+    public func commit(_ writes: [StoredWrite], disconnects: [DisconnectChange], writeIDs: [WriteIDChange]) throws {
+        let storesSomething = !writes.isEmpty || (keepsDisconnectOperations && !disconnects.isEmpty)
+        guard storesSomething || isCreated else { return }
+        try created().commit(writes, disconnects: keepsDisconnectOperations ? disconnects : [], writeIDs: writeIDs)
+    }
+
+    /// Nothing before the backing store exists.
+    public func storedWriteIDs() throws -> [StoredWriteIDs] {
+        try store.withLock { try $0?.storedWriteIDs() } ?? []
+    }
+
     /// Nothing before the backing store exists.
     public func storedDisconnects() throws -> [StoredDisconnect] {
         try store.withLock { try $0?.storedDisconnects() } ?? []

@@ -17,6 +17,7 @@ public final class InMemoryServerStore: ServerStore {
     private struct State {
         var tree: Node
         var settings: [String: JSONValue]
+        var writeIDs: [String: StoredWriteIDs] = [:]
     }
 
     private let state: Mutex<State>
@@ -33,12 +34,29 @@ public final class InMemoryServerStore: ServerStore {
     /// Applies `writes` in order, all or none; throws ``StoreError/invalidWrite(path:reason:)``
     /// (changing nothing) for a key that ``SQLiteServerStore`` could not hold either.
     public func commit(_ writes: [StoredWrite]) throws(StoreError) {
+        try commit(writes, disconnects: [], writeIDs: [])
+    }
+
+    /// Applies `writes` and `writeIDs` all or none; there are no onDisconnect operations to keep.
+    public func commit(
+        _ writes: [StoredWrite], disconnects: [DisconnectChange], writeIDs: [WriteIDChange]
+    ) throws(StoreError) {
         for write in writes { try write.validate() }
         state.withLock { state in
             var tree = state.tree
             for write in writes { tree = tree.updating(at: write.path, to: write.node) }
             state.tree = tree
+            for change in writeIDs {
+                switch change {
+                case .store(let ids): state.writeIDs[ids.client] = ids
+                case .forget(let client): state.writeIDs[client] = nil
+                }
+            }
         }
+    }
+
+    public func storedWriteIDs() -> [StoredWriteIDs] {
+        state.withLock { $0.writeIDs.values.sorted { ($0.seen, $0.client) < ($1.seen, $1.client) } }
     }
 
     public func setting(_ name: String) -> JSONValue? {

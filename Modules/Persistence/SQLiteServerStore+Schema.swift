@@ -13,6 +13,11 @@ extension SQLiteServerStore {
     ///
     /// `v2-quarantine`: `quarantine(path, value, reason, quarantined_at)`, the rows of `nodes` that
     /// ``loadTree()`` could not decode, moved aside so that the rest of the database loads.
+    ///
+    /// `v3-write-ids`: `write_ids(client, highest, not_applied, seen)`, one row per client that
+    /// named its writes with write ids, as ``StoredWriteIDs`` (`not_applied` is its
+    /// ``StoredWriteIDs/notAppliedText``), changed in the transaction of the writes it records. A
+    /// file of an earlier version gains the empty table when it is first opened.
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
@@ -27,6 +32,14 @@ extension SQLiteServerStore {
                 sql: """
                     CREATE TABLE quarantine (
                         path TEXT NOT NULL, value TEXT NOT NULL, reason TEXT NOT NULL, quarantined_at REAL NOT NULL);
+                    """)
+        }
+        migrator.registerMigration("v3-write-ids") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE write_ids (
+                        client TEXT PRIMARY KEY NOT NULL, highest INTEGER NOT NULL, not_applied TEXT,
+                        seen INTEGER NOT NULL) WITHOUT ROWID;
                     """)
         }
         return migrator

@@ -30,7 +30,7 @@ public final class SQLiteServerStore: ServerStore {
     /// hands SQLite a null connection after a close (reading a closed store crashed in
     /// `sqlite3_get_autocommit`).
     private let closed = Mutex(false)
-    private let logger: Logger
+    let logger: Logger
 
     /// Opens the database file at `path`, creating it and its parent folder if missing, and brings
     /// its format up to date. Throws ``StoreError/cannotOpen(file:reason:)``. `logger` hears about
@@ -147,12 +147,21 @@ public final class SQLiteServerStore: ServerStore {
     /// Throws ``StoreError/invalidWrite(path:reason:)`` for a key the store cannot hold and
     /// ``StoreError/sqlite(file:operation:message:)`` when SQLite fails; either way nothing changed.
     public func commit(_ writes: [StoredWrite]) throws(StoreError) {
-        guard !writes.isEmpty else { return }
+        try commit(writes, disconnects: [], writeIDs: [])
+    }
+
+    /// Applies `writes` and `writeIDs` in one transaction, as ``commit(_:)``; a process of its own
+    /// keeps no onDisconnect operations, so `disconnects` are ignored.
+    public func commit(
+        _ writes: [StoredWrite], disconnects: [DisconnectChange], writeIDs: [WriteIDChange]
+    ) throws(StoreError) {
+        guard !writes.isEmpty || !writeIDs.isEmpty else { return }
         do {
             try whileOpen { database in
                 try database.write { db in
                     var writer = try RowWriter(db)
                     for write in writes { try writer.apply(write) }
+                    if !writeIDs.isEmpty { try Self.apply(writeIDs, in: db) }
                 }
             }
         } catch let error as StoreError {
@@ -225,18 +234,18 @@ public final class SQLiteServerStore: ServerStore {
 
     /// Runs `body` with the connection unless the store is closed (then it throws
     /// ``StoreClosed``), keeping ``close()`` out meanwhile.
-    private func whileOpen<Value>(_ body: (DatabaseQueue) throws -> Value) throws -> Value {
+    func whileOpen<Value>(_ body: (DatabaseQueue) throws -> Value) throws -> Value {
         try closed.withLock { closed in
             guard !closed else { throw StoreClosed() }
             return try body(database)
         }
     }
 
-    private struct StoreClosed: Error {}
+    struct StoreClosed: Error {}
 
     /// The error for a failed `operation`; SQLite's own message for a closed connection ("out of
     /// memory") would mislead.
-    private func failure(_ operation: String, _ error: any Error) -> StoreError {
+    func failure(_ operation: String, _ error: any Error) -> StoreError {
         let message = error is StoreClosed ? "the store is closed" : "\(error)"
         return .sqlite(file: path, operation: operation, message: message)
     }

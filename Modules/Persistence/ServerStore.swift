@@ -4,7 +4,8 @@ public import Tree
 ///
 /// The server reads the whole tree once at startup with ``loadTree()``, keeps it in memory, and
 /// hands every acknowledged change to ``commit(_:)`` (usually through a ``CommitQueue``, which
-/// groups them). ``SQLiteServerStore`` keeps the data in a file; ``InMemoryServerStore`` keeps it in
+/// groups them), with the record of the write ids it ran (``commit(_:disconnects:writeIDs:)``,
+/// read back at open with ``storedWriteIDs()``). ``SQLiteServerStore`` keeps the data in a file; ``InMemoryServerStore`` keeps it in
 /// memory for tests and `--in-memory` servers. Both behave alike for the same sequence of calls.
 ///
 /// ```swift
@@ -47,6 +48,14 @@ public protocol ServerStore: Sendable {
     /// The onDisconnect operations stored, oldest session first: at open, those of connections
     /// that no process serves any more.
     func storedDisconnects() throws -> [StoredDisconnect]
+
+    /// Applies `writes`, `disconnects` and `writeIDs` in one transaction, all or none: the record
+    /// of how the writes clients named with write ids ended commits with those writes, so that a
+    /// resend after a crash is answered from it instead of being applied again.
+    func commit(_ writes: [StoredWrite], disconnects: [DisconnectChange], writeIDs: [WriteIDChange]) throws
+
+    /// The write ids stored, least recently seen client first: read when the namespace opens.
+    func storedWriteIDs() throws -> [StoredWriteIDs]
 }
 
 extension ServerStore {
@@ -59,4 +68,11 @@ extension ServerStore {
     }
 
     public func storedDisconnects() throws -> [StoredDisconnect] { [] }
+
+    /// Ignores `writeIDs`: for stores whose data does not outlive the server's memory of them.
+    public func commit(_ writes: [StoredWrite], disconnects: [DisconnectChange], writeIDs: [WriteIDChange]) throws {
+        try commit(writes, disconnects: disconnects)
+    }
+
+    public func storedWriteIDs() throws -> [StoredWriteIDs] { [] }
 }
