@@ -22,6 +22,15 @@
 /// - `canopy_commit` also stores (`disconnect_store`) and removes (`disconnect_remove`) them, in
 ///   the transaction of the writes they are submitted with: the writes an operation makes and the
 ///   removal of its row commit together, so each runs exactly once.
+///
+/// `v3`:
+/// - `canopy_write_ids(ns, client, highest, not_applied, seen)`: per namespace, one row per client
+///   that named its writes with write ids (``Persistence/StoredWriteIDs``); the process that opens
+///   the namespace next (after a restart, or taking it over) reads them, so that a write resent
+///   after its owner died is answered as it was, not applied again.
+/// - `canopy_commit` also stores (`write_ids_store`, the row as JSON in the second argument) and
+///   removes (`write_ids_forget`) them, in the transaction of the writes they record: a run of
+///   either is one statement.
 enum PostgresSchema {
     struct Migration {
         var name: String
@@ -110,10 +119,27 @@ enum PostgresSchema {
                 """,
                 commitFunction(replacing: true, branches: disconnectBranches),
             ]),
+        Migration(
+            name: "v3",
+            statements: [
+                """
+                CREATE TABLE canopy_write_ids (ns text NOT NULL, client text NOT NULL, highest bigint NOT NULL,
+                    not_applied text, seen bigint NOT NULL, PRIMARY KEY (ns, client))
+                """,
+                commitFunction(
+                    replacing: true, runs: runOperations + ", 'write_ids_store', 'write_ids_forget'",
+                    branches: disconnectBranches + writeIDBranches),
+            ]),
     ]
 
-    /// `canopy_commit`: v1 created it, v2 replaced it adding `branches` (more `WHEN` cases).
-    private static func commitFunction(replacing: Bool, branches: String) -> String {
+    /// The operations `canopy_commit` applies a run at a time (v1, v2).
+    private static let runOperations = "'delete_row', 'delete_below', 'upsert'"
+
+    /// `canopy_commit`: v1 created it, v2 and v3 replaced it adding `branches` (more `WHEN` cases);
+    /// v3 also applies its new operations a run at a time (`runs`).
+    private static func commitFunction(
+        replacing: Bool, runs: String = runOperations, branches: String
+    ) -> String {
         """
                 \(replacing ? "CREATE OR REPLACE" : "CREATE") FUNCTION canopy_commit(p_ns text, p_epoch bigint, p_lease_ms bigint,
                     p_ops text[], p_a text[], p_b text[]) RETURNS void LANGUAGE plpgsql
@@ -130,7 +156,7 @@ enum PostgresSchema {
                     WHILE i <= n LOOP
                         -- A run of deletes of rows, deletes below paths, or upserts is one statement.
                         j := i;
-                        IF p_ops[i] IN ('delete_row', 'delete_below', 'upsert') THEN
+                        IF p_ops[i] IN (\(runs)) THEN
                             WHILE j < n AND p_ops[j + 1] = p_ops[i] LOOP
                                 j := j + 1;
                             END LOOP;
@@ -180,6 +206,20 @@ enum PostgresSchema {
                                         ON CONFLICT (ns, session) DO UPDATE SET operations = EXCLUDED.operations;
                                 WHEN 'disconnect_remove' THEN
                                     DELETE FROM canopy_disconnect WHERE ns = p_ns AND session = p_a[i];
+
+        """
+
+    private static let writeIDBranches = """
+                                WHEN 'write_ids_store' THEN
+                                    -- One row per client and batch: the commit sends each client's latest.
+                                    INSERT INTO canopy_write_ids (ns, client, highest, not_applied, seen)
+                                        SELECT p_ns, u.client, (u.ids->>'highest')::bigint, u.ids->>'notApplied',
+                                            (u.ids->>'seen')::bigint
+                                        FROM unnest(p_a[i:j], p_b[i:j]::jsonb[]) AS u(client, ids)
+                                        ON CONFLICT (ns, client) DO UPDATE SET highest = EXCLUDED.highest,
+                                            not_applied = EXCLUDED.not_applied, seen = EXCLUDED.seen;
+                                WHEN 'write_ids_forget' THEN
+                                    DELETE FROM canopy_write_ids WHERE ns = p_ns AND client = ANY (p_a[i:j]);
 
         """
 }

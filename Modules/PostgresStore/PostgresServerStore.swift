@@ -152,6 +152,13 @@ public final class PostgresServerStore: ServerStore {
     public var keepsDisconnectOperations: Bool { true }
 
     public func commit(_ writes: [StoredWrite], disconnects: [DisconnectChange]) throws {
+        try commit(writes, disconnects: disconnects, writeIDs: [])
+    }
+
+    /// Commits `writes`, `disconnects` and `writeIDs` in one call of `canopy_commit`, fenced by
+    /// this store's epoch: the record of the named writes that ran commits with them, or nothing
+    /// does.
+    public func commit(_ writes: [StoredWrite], disconnects: [DisconnectChange], writeIDs: [WriteIDChange]) throws {
         let operations = Self.grouped(try RowPlan.operations(for: writes))
         var kinds: [String] = []
         var first: [String] = []
@@ -185,6 +192,18 @@ public final class PostgresServerStore: ServerStore {
                 second.append("")
             }
         }
+        // Stores before forgets, so each kind is one run (one statement); a client appears once.
+        let latest = WriteIDChange.latest(writeIDs)
+        for case .store(let ids) in latest {
+            kinds.append("write_ids_store")
+            first.append(ids.client)
+            second.append(Self.json(ids))
+        }
+        for case .forget(let client) in latest {
+            kinds.append("write_ids_forget")
+            first.append(client)
+            second.append("")
+        }
         let (logger, namespace, epoch) = (storage.logger, namespace, epoch)
         let lease = storage.leaseDuration.milliseconds
         let columns = (kinds, first, second)
@@ -196,6 +215,54 @@ public final class PostgresServerStore: ServerStore {
                 """,
                 logger: logger
             ).consume()
+        }
+    }
+
+    /// A ``Persistence/StoredWriteIDs`` as `canopy_commit`'s `write_ids_store` reads it.
+    static func json(_ ids: StoredWriteIDs) -> String {
+        let notApplied: JSONValue = ids.notAppliedText.map { .string($0) } ?? .null
+        return JSONValue.object([
+            "highest": .number(Double(ids.highest)), "seen": .number(Double(ids.seen)), "notApplied": notApplied,
+        ]).serialized()
+    }
+
+    /// The write ids stored for the namespace, least recently seen client first: read by whichever
+    /// process opens it, so that a new owner answers the resends of writes its predecessor ran. A
+    /// row that does not read back is logged and left out (that client's resends run again).
+    public func storedWriteIDs() throws(PostgresStoreError) -> [StoredWriteIDs] {
+        let (storage, logger, namespace) = (storage, storage.logger, namespace)
+        let operation = "reading the write ids of \"\(namespace)\""
+        let rows: [(String, Int64, String?, Int64)]
+        do {
+            rows = try Blocking.run(operation: operation) {
+                try await storage.withConnection(operation) { connection in
+                    var rows: [(String, Int64, String?, Int64)] = []
+                    for try await row in try await connection.query(
+                        """
+                        SELECT client, highest, not_applied, seen FROM canopy_write_ids WHERE ns = \(namespace)
+                        ORDER BY seen, client
+                        """,
+                        logger: logger
+                    ).decode((String, Int64, String?, Int64).self) {
+                        rows.append(row)
+                    }
+                    return rows
+                }
+            }
+        } catch {
+            throw PostgresStorage.failure(operation, error)
+        }
+        return rows.compactMap { client, highest, text, seen in
+            do throws(WriteIDsFormatError) {
+                return StoredWriteIDs(
+                    client: client, highest: Int(highest), notApplied: try StoredWriteIDs.notApplied(parsing: text),
+                    seen: seen)
+            } catch {
+                logger.error(
+                    "left out the unreadable write ids of a client; its resent writes run again",
+                    metadata: ["namespace": "\(namespace)", "client": "\(client)", "reason": "\(error)"])
+                return nil
+            }
         }
     }
 

@@ -12,12 +12,12 @@ import Tree
 /// process that lost a namespace's lease can never commit to it.
 // One cluster at a time: starting several at once on a 2-core machine starves the other suites.
 @Suite(.serialized, .enabled(if: PostgresTestCluster.isEnabled)) struct PostgresServerStoreTests {
-    private static let logger = Logger(label: "canopy.tests.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
+    static let logger = Logger(label: "canopy.tests.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// The store's calls block: run them on a serial dispatch queue's thread, as the server runs
     /// them on the commit queue's. Not `DispatchQueue.global()`: on Linux its threads are Swift's
     /// cooperative pool, whose tasks the blocked call waits for.
-    private static func blocking<Value: Sendable>(
+    static func blocking<Value: Sendable>(
         _ body: @escaping @Sendable () throws -> Value
     ) async throws -> Value {
         try await withCheckedThrowingContinuation { continuation in
@@ -28,7 +28,7 @@ import Tree
     }
 
     /// A prepared storage for `node` on `cluster`, its pool running for the duration of `body`.
-    private static func withStorage<Value: Sendable>(
+    static func withStorage<Value: Sendable>(
         _ cluster: PostgresTestCluster, node: String = "node1", host: String? = nil,
         leaseDuration: Duration = .seconds(5), _ body: (PostgresStorage) async throws -> Value
     ) async throws -> Value {
@@ -320,11 +320,11 @@ import Tree
                 try await storage.prepare()
                 #expect(
                     try await cluster.psql("SELECT string_agg(name, ',' ORDER BY name) FROM canopy_migrations")
-                        == "v1,v2")
+                        == "v1,v2,v3")
                 try await cluster.psql("INSERT INTO canopy_migrations (name) VALUES ('v9-from-the-future')")
                 await #expect(
                     throws: PostgresStoreError.newerSchema(
-                        applied: ["v1", "v2", "v9-from-the-future"], known: ["v1", "v2"])
+                        applied: ["v1", "v2", "v3", "v9-from-the-future"], known: ["v1", "v2", "v3"])
                 ) {
                     try await storage.prepare()
                 }
