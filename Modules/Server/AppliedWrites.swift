@@ -1,3 +1,4 @@
+import Persistence
 import Synchronization
 import Transport
 
@@ -11,6 +12,11 @@ import Transport
 /// refused writes on purpose: ``recentPerClient`` records per client, ``clientLimit`` clients and
 /// ``recordLimit`` records in all (past a limit, the least recently seen half of the clients is
 /// forgotten in one sweep; a forgotten client's resends are run again, as without write ids).
+///
+/// Durable: what is remembered of a client is stored (``changes(for:seen:)``) in the transaction
+/// of the writes of each turn in which its named writes ran, and read back when the namespace
+/// opens (``restore(_:)``), by this process after a restart or by the one that takes the
+/// namespace over; forgotten clients are removed from the store with the next turn that stores.
 ///
 /// Thread-safe: the database records writes as it runs them, commit callbacks as they end.
 final class AppliedWrites: Sendable {
@@ -56,6 +62,20 @@ final class AppliedWrites: Sendable {
         var clients: [String: Client] = [:]
         var records = 0
         var clock: UInt64 = 0
+        /// Clients forgotten since the last ``changes(for:seen:)``, to remove from the store.
+        var forgotten: Set<String> = []
+
+        /// Forgets the least recently seen half of the clients when past a limit.
+        mutating func sweepIfNeeded(addedClient: Bool) {
+            guard (addedClient && clients.count > AppliedWrites.clientLimit) || records > AppliedWrites.recordLimit
+            else { return }
+            let cutoff = clients.values.map(\.lastSeen).sorted()[clients.count / 2]
+            for (name, client) in clients where client.lastSeen < cutoff {
+                clients[name] = nil
+                if forgotten.count < AppliedWrites.clientLimit { forgotten.insert(name) }
+            }
+            records = clients.values.reduce(0) { $0 + $1.notApplied.count }
+        }
     }
 
     private let state = Mutex(State())
@@ -78,10 +98,60 @@ final class AppliedWrites: Sendable {
             let isNew = state.clients[id.client] == nil
             state.records += state.clients[id.client, default: Client(highest: id.sequence, lastSeen: now)]
                 .record(id.sequence, disposition, at: now)
-            guard (isNew && state.clients.count > Self.clientLimit) || state.records > Self.recordLimit else { return }
-            let cutoff = state.clients.values.map(\.lastSeen).sorted()[state.clients.count / 2]
-            state.clients = state.clients.filter { $0.value.lastSeen >= cutoff }
-            state.records = state.clients.values.reduce(0) { $0 + $1.notApplied.count }
+            state.sweepIfNeeded(addedClient: isNew)
+        }
+    }
+
+    /// Replaces what is remembered by what a store kept (least recently seen client first), when
+    /// the namespace opens.
+    func restore(_ stored: [StoredWriteIDs]) {
+        state.withLock { state in
+            state = State()
+            for ids in stored {
+                state.clock += 1
+                var notApplied: [Int: Disposition] = [:]
+                notApplied.reserveCapacity(ids.notApplied.count)
+                for (sequence, outcome) in ids.notApplied where sequence <= ids.highest {
+                    notApplied[sequence] =
+                        switch outcome {
+                        case .stale: .stale
+                        case .refused(let status, let message): .refused(WriteError(status: status, message: message))
+                        }
+                }
+                state.records += notApplied.count - (state.clients[ids.client]?.notApplied.count ?? 0)
+                state.clients[ids.client] = Client(highest: ids.highest, notApplied: notApplied, lastSeen: state.clock)
+            }
+            // A store written under other limits: brought within these, and the rest removed from it.
+            state.sweepIfNeeded(addedClient: true)
+        }
+    }
+
+    /// What to store so that the store holds what is remembered of `clients` (last seen at `seen`,
+    /// milliseconds since 1970) and no longer holds the clients forgotten since the last call.
+    func changes(for clients: Set<String>, seen: Int64) -> [WriteIDChange] {
+        state.withLock { state in
+            var changes: [WriteIDChange] = []
+            if !state.forgotten.isEmpty {
+                // One that came back is stored again once it writes; until then its old record stands.
+                changes = state.forgotten.filter { state.clients[$0] == nil }.sorted().map { .forget(client: $0) }
+                state.forgotten = []
+            }
+            for name in clients {
+                guard let client = state.clients[name] else { continue }
+                var notApplied: [Int: StoredWriteIDs.NotApplied] = [:]
+                notApplied.reserveCapacity(client.notApplied.count)
+                for (sequence, disposition) in client.notApplied {
+                    switch disposition {
+                    case .applied: continue
+                    case .stale: notApplied[sequence] = .stale
+                    case .refused(let error):
+                        notApplied[sequence] = .refused(status: error.status, message: error.message)
+                    }
+                }
+                changes.append(
+                    .store(StoredWriteIDs(client: name, highest: client.highest, notApplied: notApplied, seen: seen)))
+            }
+            return changes
         }
     }
 

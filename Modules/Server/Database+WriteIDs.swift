@@ -5,16 +5,22 @@ import Tree
 extension Database {
     /// Runs `write` with a reply that also records how it ended under `id`, or, when write `id`
     /// already ran, answers as it was answered then without running it again. Without an `id` it
-    /// just runs `write`.
+    /// just runs `write`. `write` returns at once how the write ended (see
+    /// ``set(_:json:expectedHash:as:reply:)``).
+    ///
+    /// How it ended is recorded at once, and what is now remembered of the client commits with the
+    /// writes of the turn (see ``perform(_:disconnects:)``), so a write and the record that it ran
+    /// are durable together: after a crash the record is read back at open and a resend is
+    /// answered from it.
     ///
     /// A resend that arrives while the first run is still being stored is answered after it, in
     /// commit order, with the same answer: `ok` once it is durable, its error if the store failed.
     func once(
         _ id: WriteID?, at path: Path, reply: @escaping @Sendable (WriteOutcome) -> Void,
-        _ write: (_ reply: @escaping @Sendable (WriteOutcome) -> Void) -> Void
+        _ write: (_ reply: @escaping @Sendable (WriteOutcome) -> Void) -> AppliedWrites.Disposition
     ) {
         guard let id else {
-            write(reply)
+            _ = write(reply)
             return
         }
         let applied = appliedWrites
@@ -30,15 +36,14 @@ extension Database {
             }
             return
         }
-        // Provisional until the write is answered; a resend answered meanwhile waits for that answer.
-        applied.record(id, .applied)
-        write { outcome in
-            switch outcome {
-            case .ok: break
-            case .datastale: applied.record(id, .stale)
-            case .rejected(let error): applied.record(id, .refused(error))
+        withinTurn {
+            let disposition = write { outcome in
+                // An applied write whose commit failed: a resend is answered with the failure.
+                if case .rejected(let error) = outcome { applied.record(id, .refused(error)) }
+                reply(outcome)
             }
-            reply(outcome)
+            applied.record(id, disposition)
+            ranNamedWrite(of: id.client)
         }
     }
 }

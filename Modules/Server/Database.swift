@@ -64,6 +64,7 @@ actor Database {
     /// Whether connections' onDisconnect operations are stored before they are acknowledged.
     nonisolated let keepsDisconnectOperations: Bool
     /// How the writes clients named with a ``WriteID`` ended; also updated from commit callbacks.
+    /// Read from the store at open, and stored with the writes of each turn that ran named ones.
     let appliedWrites = AppliedWrites()
     /// Fires when the store lost the namespace to another process (PostgreSQL only).
     private let lost: StepDownSignal?
@@ -91,6 +92,7 @@ actor Database {
         self.metrics = metrics
         self.logger = logger
         self.root = try store.loadTree()
+        appliedWrites.restore(try store.storedWriteIDs())
         keepsDisconnectOperations = store.keepsDisconnectOperations
         storedDisconnects = keepsDisconnectOperations ? try store.storedDisconnects() : []
         if let override {
@@ -138,17 +140,40 @@ actor Database {
     /// commit queue as one submission: committed together (or refused together, if the store
     /// fails), then answered in order.
     ///
-    /// `disconnects` (changes to stored onDisconnect operations) commit in the same transaction.
+    /// `disconnects` (changes to stored onDisconnect operations) commit in the same transaction, and
+    /// so does what ``appliedWrites`` now holds of the clients whose named writes ran in the turn.
     func perform(_ writes: [DatabaseWrite], disconnects: [DisconnectChange] = []) {
         turn = Turn()
         for write in writes { write(self) }
+        endTurn(disconnects: disconnects)
+    }
+
+    /// Runs `body` in the turn under way, or in a turn of its own when there is none.
+    func withinTurn(_ body: () -> Void) {
+        guard turn == nil else { return body() }
+        turn = Turn()
+        body()
+        endTurn(disconnects: [])
+    }
+
+    /// Notes that a write `client` named ran in this turn: what is remembered of the client's
+    /// writes commits with the turn's writes. Call it within a turn (see ``withinTurn(_:)``).
+    func ranNamedWrite(of client: String) {
+        turn?.namedWriteClients.insert(client)
+    }
+
+    /// Hands the writes of the turn under way to the commit queue as one submission.
+    private func endTurn(disconnects: [DisconnectChange]) {
         guard let finished = turn else { return }
         turn = nil
+        // A turn whose writes were all refused at once leaves the write ids to the client's next
+        // turn that stores something (each holds all the client's recent writes).
         guard !finished.acknowledgements.isEmpty || !disconnects.isEmpty else { return }
+        let writeIDs = appliedWrites.changes(for: finished.namedWriteClients, seen: Int64(Self.now()))
         let started = ContinuousClock.now
         let (metrics, logger) = (metrics, logger)
         let stores = !finished.writes.isEmpty
-        commits.submit(finished.writes, disconnects: disconnects) { result in
+        commits.submit(finished.writes, disconnects: disconnects, writeIDs: writeIDs) { result in
             if stores { metrics.commitLatency.record(ContinuousClock.now - started) }
             var events = 0
             for acknowledgement in finished.acknowledgements {
@@ -170,6 +195,8 @@ actor Database {
     private struct Turn {
         var writes: [StoredWrite] = []
         var acknowledgements: [Acknowledgement] = []
+        /// The clients whose named writes ran (see ``ranNamedWrite(of:)``).
+        var namedWriteClients: Set<String> = []
     }
 
     private struct Acknowledgement {
@@ -200,15 +227,21 @@ actor Database {
 
     /// Answers a refused write in commit order, so the refusal does not overtake what was answered
     /// or pushed for the requests before it (a listen's first data, an earlier write's `ok`).
-    private func refuse(_ error: WriteError, reply: @escaping @Sendable (WriteOutcome) -> Void) {
+    private func refuse(
+        _ error: WriteError, reply: @escaping @Sendable (WriteOutcome) -> Void
+    ) -> AppliedWrites.Disposition {
         inCommitOrder { reply(.rejected(error)) }
+        return .refused(error)
     }
 
     /// Answers a write refused because the store is behind at once: in commit order the refusal
     /// would itself queue behind the stalled store, and a client could grow that queue without end.
-    private func refuseNow(_ error: WriteError, reply: @escaping @Sendable (WriteOutcome) -> Void) {
+    private func refuseNow(
+        _ error: WriteError, reply: @escaping @Sendable (WriteOutcome) -> Void
+    ) -> AppliedWrites.Disposition {
         guard error.status == "unavailable" else { return refuse(error, reply: reply) }
         reply(.rejected(error))
+        return .refused(error)
     }
 
     /// Queues `writes` for commit: into the current turn's submission, or as a submission of their
@@ -242,44 +275,45 @@ actor Database {
 
     /// `set(path, json)`; with `expectedHash`, a compare-and-set against the current hash
     /// (`""` for absent data). `reply` runs once the write is durable and its updates were pushed.
+    /// Returns at once how the write ended: applied (its commit under way), refused, or stale.
+    @discardableResult
     func set(
         _ path: Path, json: JSONValue, expectedHash: String? = nil, as caller: Caller,
         reply: @escaping @Sendable (WriteOutcome) -> Void
-    ) {
+    ) -> AppliedWrites.Disposition {
         let context = ServerValueContext(now: Self.now())
         let node: Node
         do {
             let existing = json.containsServerValue ? root.child(at: path) : .empty
             node = try Node(json: json, at: path, existing: existing, serverValues: context)
         } catch {
-            refuse(.refused(error), reply: reply)
-            return
+            return refuse(.refused(error), reply: reply)
         }
         if let refusal = refuseWhileRecovering() {
-            refuseNow(refusal, reply: reply)
-            return
+            return refuseNow(refusal, reply: reply)
         }
         guard maySet(path, to: node, caller: caller, at: context) else {
-            refuse(.permissionDenied, reply: reply)
-            return
+            return refuse(.permissionDenied, reply: reply)
         }
         if let expectedHash, root.child(at: path).hash != expectedHash {
             let current = root.child(at: path)
             submit([]) { _ in reply(.datastale(current: current)) }
-            return
+            return .stale
         }
         apply(writes: [StoredWrite(path: path, node: node)], merge: nil, at: path) { error in
             reply(error.map { .rejected($0) } ?? .ok(value: node))
         }
+        return .applied
     }
 
-    /// A multi-path update: each member of `json` is a path relative to `path`.
+    /// A multi-path update: each member of `json` is a path relative to `path`. Returns at once how
+    /// it ended, as ``set(_:json:expectedHash:as:reply:)`` does.
+    @discardableResult
     func update(
         _ path: Path, json: JSONValue, as caller: Caller, reply: @escaping @Sendable (WriteOutcome) -> Void
-    ) {
+    ) -> AppliedWrites.Disposition {
         guard case .object(let members) = json else {
-            refuse(.invalidData("an update must be an object of paths and values"), reply: reply)
-            return
+            return refuse(.invalidData("an update must be an object of paths and values"), reply: reply)
         }
         let context = ServerValueContext(now: Self.now())
         var children: [Path: Node] = [:]
@@ -289,25 +323,23 @@ actor Database {
                 return try Node(json: value, at: absolute, existing: existing, serverValues: context)
             }
         } catch {
-            refuse(.refused(error), reply: reply)
-            return
+            return refuse(.refused(error), reply: reply)
         }
         if let refusal = refuseWhileRecovering() {
-            refuseNow(refusal, reply: reply)
-            return
+            return refuseNow(refusal, reply: reply)
         }
         guard mayUpdate(path, children: children.map { ($0.key, $0.value) }, caller: caller, at: context) else {
-            refuse(.permissionDenied, reply: reply)
-            return
+            return refuse(.permissionDenied, reply: reply)
         }
         if children.isEmpty {
             submit([]) { [root] _ in reply(.ok(value: root.child(at: path))) }
-            return
+            return .applied
         }
         let writes = children.sorted { $0.key < $1.key }.map { StoredWrite(path: path.child($0.key), node: $0.value) }
         apply(writes: writes, merge: children, at: path) { error in
             reply(error.map { .rejected($0) } ?? .ok(value: .empty))
         }
+        return .applied
     }
 
     /// Applies validated writes in memory, computes the pushes they cause, and queues them for

@@ -86,4 +86,47 @@ struct WriteIDTests {
             }
         }
     }
+
+    /// What the server remembers of named writes is stored with them and read back when the
+    /// namespace opens again: after a restart a resend is answered as before, not applied again
+    /// (an applied increment, a refusal and a stale compare-and-set, below a later applied write).
+    @Test func aResendAfterARestartIsAnsweredFromTheStoreNotAppliedAgain() async throws {
+        let folder = try TestServer.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let increment = ClientAction.put(path: "counter", data: Self.increment, hash: nil)
+        let refused = ClientAction.put(path: "a", data: [".sv": "no such value"], hash: nil)
+        let stale = ClientAction.put(path: "a", data: 5, hash: "not the hash")
+        let merge = ClientAction.merge(path: "", data: ["counter": Self.increment, "log/m": true])
+        let refusal = try await withTestServer(dataDirectory: folder) { server in
+            let client = try await RealtimeTestClient.connect(to: server)
+            #expect(try await client.request(increment, writeID: WriteID(client: "device", sequence: 1)).isOK)
+            let refusal = try await client.request(refused, writeID: WriteID(client: "device", sequence: 2))
+            #expect(
+                try await client.request(stale, writeID: WriteID(client: "device", sequence: 3)).status == "datastale")
+            #expect(try await client.request(merge, writeID: WriteID(client: "device", sequence: 4)).isOK)
+            #expect(try await client.request(increment, writeID: WriteID(client: "other", sequence: 1)).isOK)
+            #expect(try await client.get("counter") == 3)
+            await client.close()
+            return refusal
+        }
+        #expect(refusal.status == "invalid_data")
+        try await withTestServer(dataDirectory: folder) { server in
+            let client = try await RealtimeTestClient.connect(to: server)
+            #expect(try await client.request(increment, writeID: WriteID(client: "device", sequence: 1)).isOK)
+            let again = try await client.request(refused, writeID: WriteID(client: "device", sequence: 2))
+            #expect(again.status == refusal.status && again.data == refusal.data, "\(again)")
+            #expect(
+                try await client.request(stale, writeID: WriteID(client: "device", sequence: 3)).status == "datastale")
+            #expect(try await client.request(merge, writeID: WriteID(client: "device", sequence: 4)).isOK)
+            #expect(try await client.request(increment, writeID: WriteID(client: "other", sequence: 1)).isOK)
+            #expect(try await client.get("counter") == 3, "nothing applied again")
+            #expect(try await client.get("a") == .null)
+            // The next writes run.
+            #expect(try await client.request(increment, writeID: WriteID(client: "device", sequence: 5)).isOK)
+            #expect(try await client.get("counter") == 4)
+            let metrics = try await server.http(.GET, "/metrics").body
+            #expect(metrics.contains("canopy_resent_writes_total 5"), "\(metrics)")
+            await client.close()
+        }
+    }
 }
