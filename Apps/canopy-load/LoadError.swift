@@ -80,7 +80,8 @@ enum LoadError: Error, CustomStringConvertible {
         let denied = refusals.keys.contains { $0 == "permission_denied" || $0.hasSuffix("_token") }
         let hint = denied ? tokenHint : ""
         if refused >= total {
-            return "\(server) refused every one of the \(total) \(what) answered (\(statuses)): nothing was measured"
+            return
+                "\(server) refused every one of the \(what) (\(statuses), of \(total) answered): nothing was measured"
                 + hint
         }
         return "\(server) refused \(refused) of the \(total) \(what) answered (\(statuses))" + hint

@@ -54,7 +54,13 @@ struct Window: AsyncParsableCommand {
         var seed: [String] = []
         for index in 0..<children { seed.append("\"k\(index)\":\(Int.random(in: 0..<1_000_000))") }
         writer.send(Requests.put(1, path: "win/items", json: "{" + seed.joined(separator: ",") + "}"))
-        try await Task.sleep(for: .seconds(1))
+        let seedDeadline = deadline(seconds: 30)
+        while answers.answered == 0 {
+            guard monotonicNanoseconds() < seedDeadline else {
+                throw LoadError.check("the seed write to win/items was not answered within 30 s")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
         if let failure = refused(nil) { throw failure }
 
         // The writer alone, to take its CPU out of the readers' figures.

@@ -189,7 +189,10 @@ struct CanopyLoadRefusalTests {
             ]
             let (status, _, log) = try await CanopyLoad.launch(arguments)
             #expect(status == 77, "\(log)")
-            #expect(log.contains("canopy-load: 127.0.0.1:\(server.port) refused every one of the 1 writes"), "\(log)")
+            #expect(
+                log.contains(
+                    "canopy-load: 127.0.0.1:\(server.port) refused every one of the writes (permission_denied 1, of 1 "
+                        + "answered)"), "\(log)")
 
             let token = try await SignedTokens.token(uid: "window")
             let (allowedStatus, _, allowedLog) = try await CanopyLoad.launch(arguments + ["--token", token])
