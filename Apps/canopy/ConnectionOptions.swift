@@ -13,7 +13,7 @@ struct ConnectionOptions: ParsableArguments {
 
     @Option(
         help:
-            "Credential, sent as 'Authorization: Bearer TOKEN': an ID token or the server's admin secret ('owner' on a server in --emulator mode). (CANOPY_TOKEN)"
+            "Credential, sent as 'Authorization: Bearer TOKEN': an ID token or the server's admin secret ('owner' on a local server with no credentials configured, or in --emulator mode). (CANOPY_TOKEN)"
     )
     var token: String?
 

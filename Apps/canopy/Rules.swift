@@ -24,7 +24,7 @@ struct Rules: AsyncParsableCommand {
             discussion: """
                 Examples:
                   canopy rules get --token "$ADMIN_SECRET"
-                  canopy rules get --token owner --json > rules.json     # a server in --emulator mode
+                  canopy rules get --token owner --json > rules.json     # a local server without credentials
                 """)
 
         @OptionGroup(title: "Output")
@@ -59,7 +59,7 @@ struct Rules: AsyncParsableCommand {
 
                 Examples:
                   canopy rules set @database.rules.json --token "$ADMIN_SECRET"
-                  canopy rules set '{"rules": {".read": true, ".write": false}}' --token owner   # --emulator
+                  canopy rules set '{"rules": {".read": true, ".write": false}}' --token owner   # a local server without credentials
                 """)
 
         @Argument(help: "The rules document: JSON text, @FILE, or - for stdin.")
