@@ -56,7 +56,13 @@ final class EventStreamSubscriber: Subscriber {
     private func recordInBudget(_ bytes: Int) {
         guard let budget else { return }
         let counts = budget.record(subscriberID, bytes: bytes) { [self] in closeOnce(.totalPendingOutboundBytes) }
-        pending.withLock { $0.countsInBudget = counts }
+        let closed = pending.withLock { pending in
+            pending.countsInBudget = counts
+            return pending.closed
+        }
+        // Closed meanwhile, perhaps after taking itself out of the budget: out again, for good
+        // (the budget would keep the stream, and its queue, alive).
+        if closed { budget.remove(subscriberID) }
     }
 
     private func closeOnce(_ limit: ServerLimit) {
@@ -97,8 +103,9 @@ final class EventStreamSubscriber: Subscriber {
         }
     }
 
-    /// The stream ended: it no longer counts in the budget.
+    /// The stream ended: it queues nothing more and no longer counts in the budget.
     func ended() {
+        pending.withLock { $0.closed = true }
         budget?.remove(subscriberID)
     }
 
