@@ -252,6 +252,17 @@ struct SlowReaders: AsyncParsableCommand {
             let readAgainSeconds = Double(monotonicNanoseconds() - resumeStarted) / 1e9
             let readersClosed = readerTally.closed.load(ordering: .relaxed)
             let streamsClosed = streamTally.closed.load(ordering: .relaxed)
+
+            // Every stalled reader leaves; what the server holds once they are gone, against before.
+            for reader in readers { reader.close() }
+            for stream in streamList { stream.close() }
+            let left = try await console.withProgress({
+                String(
+                    format: "slow-readers: stalled readers leaving: server RSS %.0f MB (%.0f MB before the stall)",
+                    Double(memory.latestBytes) / 1e6, Double(rssUnloaded) / 1e6)
+            }) {
+                try await Self.waitUntilLeft(server: options.server, open: openBefore, memory: memory)
+            }
             let unloadedFigures = latencies.figures(Self.unloaded)
             let stallFigures = latencies.figures(Self.stall)
             let report = SlowReadersReport(
@@ -269,6 +280,8 @@ struct SlowReaders: AsyncParsableCommand {
                 hotWritesRefused: hotWriter.failed.load(ordering: .relaxed),
                 serverRSSStartBytes: rssStart,
                 serverRSSUnloadedBytes: rssUnloaded, serverPeakRSSBytes: peakRSS, serverRSSEndBytes: rssAfter,
+                serverRSSAfterReadersLeftBytes: left.rss, stalledReadersLeftAfterSeconds: left.seconds,
+                rssAfterOverBefore: Double(left.rss) / Double(max(rssUnloaded, 1)),
                 serverCPUUnloadedSeconds: ProcessCPU.spent(from: cpuStart, to: cpuUnloaded),
                 serverCPUStallSeconds: ProcessCPU.spent(from: cpuUnloaded, to: cpuStall),
                 connectionsOpenBefore: openBefore, connectionsOpenPeak: watch.peakOpen,
@@ -280,6 +293,7 @@ struct SlowReaders: AsyncParsableCommand {
                 realtimeReadersClosed: readersClosed, realtimeReadersClosedBeforeReadingAgain: closedBeforeResume,
                 streamsClosed: streamsClosed, readAgainSeconds: readAgainSeconds, listensRefused: refused,
                 peakUnder1GB: peakRSS < 1_000_000_000,
+                rssAfterWithin1_25x: Double(left.rss) <= 1.25 * Double(rssUnloaded),
                 p99Within2x: stallFigures.p99Ms <= 2 * unloadedFigures.p99Ms)
             await closeAll()
             return report
@@ -287,6 +301,36 @@ struct SlowReaders: AsyncParsableCommand {
             await closeAll()
             throw error
         }
+    }
+}
+
+extension SlowReaders {
+    /// Waits until `canopy_connections_open` is back to `open` (every stalled reader gone), at most
+    /// 30 s, then until the server's RSS stops falling (no reading 1 % under the lowest for 2 s,
+    /// at most 20 s more); returns that RSS and the seconds until the readers were gone.
+    static func waitUntilLeft(
+        server: String, open: Int, memory: PeakMemorySampler
+    ) async throws -> (rss: Int, seconds: Double?) {
+        let started = monotonicNanoseconds()
+        var seconds: Double?
+        let gone = deadline(seconds: 30)
+        while monotonicNanoseconds() < gone {
+            if let now = try? await MetricsSnapshot.read(from: server).connectionsOpen, now <= open {
+                seconds = Double(monotonicNanoseconds() - started) / 1e9
+                break
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let settled = deadline(seconds: 20)
+        var lowest = memory.latestBytes
+        var lowestSince = monotonicNanoseconds()
+        while monotonicNanoseconds() < settled, monotonicNanoseconds() - lowestSince < 2_000_000_000 {
+            try await Task.sleep(for: .milliseconds(100))
+            let now = memory.latestBytes
+            if Double(now) < 0.99 * Double(lowest) { lowestSince = monotonicNanoseconds() }
+            lowest = min(lowest, now)
+        }
+        return (memory.latestBytes, seconds)
     }
 }
 
@@ -423,6 +467,13 @@ struct SlowReadersReport: Encodable {
     /// The highest of the readings every 100 ms over the whole run.
     var serverPeakRSSBytes: Int
     var serverRSSEndBytes: Int
+    /// Once every stalled reader was gone and the server's RSS stopped falling.
+    var serverRSSAfterReadersLeftBytes: Int
+    /// Seconds from the end of reading again until `canopy_connections_open` was back to the
+    /// healthy connections (`nil`: not within 30 s).
+    var stalledReadersLeftAfterSeconds: Double?
+    /// `serverRSSAfterReadersLeftBytes` ÷ `serverRSSUnloadedBytes`.
+    var rssAfterOverBefore: Double
     var serverCPUUnloadedSeconds: Double?
     var serverCPUStallSeconds: Double?
     /// `canopy_connections_open` before the stall (the healthy ones), at its highest, and after it.
@@ -448,6 +499,8 @@ struct SlowReadersReport: Encodable {
 
     /// Whether the peak stayed under 1 GB (10^9 bytes).
     var peakUnder1GB: Bool
+    /// Whether the RSS once the stalled readers left is within 1.25× of the RSS before the stall.
+    var rssAfterWithin1_25x: Bool
     /// Whether p99 during the stall stayed within 2× the unloaded p99.
     var p99Within2x: Bool
 }
@@ -467,6 +520,11 @@ extension SlowReadersReport {
             "server RSS: \(megabytes(serverRSSStartBytes)) at the start, \(megabytes(serverRSSUnloadedBytes)) after the "
                 + "unloaded baseline, peak \(megabytes(serverPeakRSSBytes)), \(megabytes(serverRSSEndBytes)) at the end "
                 + "(peak under 1 GB: \(peakUnder1GB ? "yes" : "no"))",
+            String(
+                format:
+                    "server RSS once every stalled reader left: %@, %.2f× the %@ before the stall (within 1.25×: %@)",
+                megabytes(serverRSSAfterReadersLeftBytes), rssAfterOverBefore, megabytes(serverRSSUnloadedBytes),
+                rssAfterWithin1_25x ? "yes" : "no"),
             "limit trips during the stall: \(pendingOutboundTrips) pending_outbound_bytes (one reader over its limit), "
                 + "\(totalPendingOutboundTrips) total_pending_outbound_bytes (all stalled readers over theirs)",
             "connections open: \(connectionsOpenBefore) before the stall, peak \(connectionsOpenPeak), "
