@@ -44,7 +44,10 @@ public struct CanopyServer: Sendable {
         let metrics = ServerMetrics()
         self.metrics = metrics
         self.databases = DatabaseRegistry(configuration: configuration, metrics: metrics, logger: logger)
-        self.outboundBudget = OutboundBudget(limit: configuration.maxTotalPendingOutboundBytes)
+        let trimmer = HeapTrimmer(logger: logger)
+        self.outboundBudget = OutboundBudget(limit: configuration.maxTotalPendingOutboundBytes) {
+            trimmer.trimSoon()
+        }
     }
 
     /// The `host:port` the hello message advertises (the official clients reconnect there):

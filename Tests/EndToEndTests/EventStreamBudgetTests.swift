@@ -8,7 +8,7 @@ struct EventStreamBudgetTests {
     @Test func anEndedStreamThatIsStillSentEventsNeitherCountsInTheBudgetNorIsKeptByIt() {
         let budget = OutboundBudget(limit: 1 << 30)
         var subscriber: EventStreamSubscriber? = EventStreamSubscriber(location: .root, budget: budget)
-        weak var ended = subscriber
+        weak let ended = subscriber
         let big = JSONValue.string(String(repeating: "x", count: 100_000))
         // Queued, and nobody takes it: the stream holds more than a reader that keeps up.
         subscriber?.send(event: "put", data: big)
