@@ -105,7 +105,8 @@ struct TerminalOutputTests {
             #expect(importing.contains { $0.wholeMatch(of: withTimeLeft) != nil }, "\(drawings)")
             let summary = try #require(drawings.last, "\(result.stderr.debugDescription)")
             let summaryFormat = try Regex(
-                #"^Imported "# + size + #" MB into /big in ([0-9]+m)?[0-9]+s \([0-9.]+ [KM]?B/s; [0-9]+ writes, .*\)\n$"#)
+                #"^Imported "# + size + #" MB into /big in ([0-9]+m)?[0-9]+s "#
+                    + #"\([0-9.]+ [KM]?B/s; [0-9]+ writes, .*\)\n$"#)
             #expect(summary.wholeMatch(of: summaryFormat) != nil, "\(summary.debugDescription)")
         }
     }
