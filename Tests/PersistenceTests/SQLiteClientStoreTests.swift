@@ -1,3 +1,4 @@
+import CanopyTesting
 import Foundation
 import GRDB
 import Testing
@@ -250,7 +251,15 @@ struct SQLiteClientStoreTests {
             let first = try SQLiteClientStore(path: file)
             try first.setSetting("auth", "token-1")
             first.close()
-            let second = try SQLiteClientStore(path: file)
+            // A process another test launches at that moment holds a copy of every descriptor,
+            // the lock's included, until it execs (O_CLOEXEC closes them only then): the file is
+            // free once it did (seen once in a full run: "in use by another store").
+            var opened: SQLiteClientStore?
+            #expect(
+                await eventually(timeout: .seconds(10)) {
+                    opened = try SQLiteClientStore(path: file); return true
+                })
+            let second = try #require(opened)
             #expect(try second.setting("auth") == "token-1")
             #expect(throws: (any Error).self) { try first.setting("auth") }
             withExtendedLifetime(first) {}
