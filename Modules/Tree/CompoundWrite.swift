@@ -102,8 +102,14 @@ public struct CompoundWrite: Sendable {
 public enum UpdateValidation {
     /// Throws ``TreeError/overlappingUpdate(_:_:)`` when two of `paths` overlap (`a` and `a/b`).
     public static func checkNoOverlap(_ paths: some Sequence<Path>) throws(TreeError) {
-        let sorted = paths.sorted()
-        for (previous, next) in zip(sorted, sorted.dropFirst()) where previous.contains(next) {
+        try checkNoOverlap(sorted: paths.sorted())
+    }
+
+    /// ``checkNoOverlap(_:)`` for paths already in ascending order, in O(n): a path that contains
+    /// another sorts right before it or before one of its siblings that it contains too. A path
+    /// given twice overlaps itself.
+    public static func checkNoOverlap(sorted paths: some Collection<Path>) throws(TreeError) {
+        for (previous, next) in zip(paths, paths.dropFirst()) where previous.contains(next) {
             throw .overlappingUpdate(previous.wireString, next.wireString)
         }
     }

@@ -125,7 +125,7 @@ private struct NodeBuilder {
             for (offset, element) in elements.enumerated() {
                 let key = ChildKey(String(offset))
                 let child = try descend(key, element, existing: existing)
-                if !child.isEmpty { map = map.inserting(key, child) }
+                if !child.isEmpty { map.insert(key, child) }
             }
             return Node(map: map, priority: nil)
         case .object(let members):
@@ -157,28 +157,37 @@ private struct NodeBuilder {
             let node = try build(value, existing: existing)
             return node.withPriority(priority)
         }
+        // A small object (most records are) goes straight into its map; a large one is sorted
+        // first and built balanced in one pass.
         var map = ChildMap(order: KeyOrder())
         var sorted: [(ChildKey, Node)] = []
-        sorted.reserveCapacity(members.count)
+        let direct = members.count <= Self.directInsertMembers
+        if !direct { sorted.reserveCapacity(members.count) }
         for (name, member) in members where name != ".priority" {
             if let reason = ChildKey.problem(with: name) {
                 throw .invalidData(path: path.wireString, reason: "key \"\(name)\" \(reason)")
             }
             let key = ChildKey(name)
             let child = try descend(key, member, existing: existing)
-            if !child.isEmpty { sorted.append((key, child)) }
+            guard !child.isEmpty else { continue }
+            if direct { map.insert(key, child) } else { sorted.append((key, child)) }
         }
-        sorted.sort { ChildKey.compare($0.0, $1.0) < 0 }
-        map = ChildMap(sorted: sorted, order: KeyOrder())
+        if !direct {
+            sorted.sort { ChildKey.compare($0.0, $1.0) < 0 }
+            map = ChildMap(sorted: sorted, order: KeyOrder())
+        }
         return Node(map: map, priority: priority)
     }
 
+    /// Up to how many members an object's children are inserted one by one rather than sorted.
+    private static let directInsertMembers = 16
+
     private mutating func descend(_ key: ChildKey, _ json: JSONValue, existing: Node) throws(TreeError) -> Node {
-        let saved = path
-        path = path.child(key)
+        // In place: one buffer serves the whole walk instead of a new path per node.
+        path.keys.append(key)
         depth += 1
         defer {
-            path = saved
+            path.keys.removeLast()
             depth -= 1
         }
         return try build(json, existing: existing.child(key))

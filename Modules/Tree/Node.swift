@@ -39,7 +39,7 @@ public struct Node: Sendable {
     /// A node with the given children (empty children are dropped; no children gives ``empty``).
     public init(children: some Sequence<(ChildKey, Node)>, priority: Priority? = nil) {
         var map = ChildMap(order: KeyOrder())
-        for (key, child) in children where !child.isEmpty { map = map.inserting(key, child) }
+        for (key, child) in children where !child.isEmpty { map.insert(key, child) }
         self = Node(map: map, priority: priority)
     }
 
@@ -200,8 +200,11 @@ public struct Node: Sendable {
         }
         let rest = path.popFront()
         if !box.modifyChild(front, { $0.updateInPlace(at: rest, to: node) }) {
-            self = Node(storage: .children(box)).updating(at: path, to: node)
-            return InPlaceChange(hadPriority: hadPriority, hasPriority: hasPriority, isEmpty: isEmpty)
+            // A new child: it joins the map in place too.
+            let child = Node.empty.updating(at: rest, to: node)
+            if !child.isEmpty { box.insertChild(front, child) }
+            storage = .children(box)
+            return InPlaceChange(hadPriority: hadPriority, hasPriority: hadPriority, isEmpty: false)
         }
         // A node with children keeps its priority; one left without children is empty.
         guard !box.children.isEmpty else {
@@ -325,6 +328,14 @@ extension Node: Equatable {
         if change.isEmpty { children = children.removing(key) }
         cache.withLock { $0.hash = nil }
         return true
+    }
+
+    /// Adds child `key`, which this storage does not have, in place (under the same conditions as
+    /// ``modifyChild(_:_:)``).
+    func insertChild(_ key: ChildKey, _ node: Node) {
+        children.insert(key, node)
+        if node.priority != nil { prioritizedChildren += 1 }
+        cache.withLock { $0.hash = nil }
     }
 
     func withPriority(_ priority: Priority?) -> ChildrenStorage {

@@ -80,6 +80,18 @@ public struct SortedMap<Key: Sendable, Value: Sendable, Order: SortOrder<Key>>: 
         try Self.modify(&root, key, order, body)
     }
 
+    /// Sets `key` to `value` in place: O(log n), and the tree nodes on the way that are not shared
+    /// with another copy of the map are changed rather than copied, so adding a key to a map no one
+    /// else holds allocates one node (plus at most two where it rebalances).
+    ///
+    /// ```swift
+    /// var scores = SortedMap<ChildKey, Int, KeyOrder>(order: KeyOrder())
+    /// scores.insert("ada", 1)   // scores["ada"] == 1
+    /// ```
+    public mutating func insert(_ key: Key, _ value: Value) {
+        Self.insert(&root, key, value, order)
+    }
+
     /// A map without `key` (the same map when absent). O(log n).
     public func removing(_ key: Key) -> SortedMap {
         guard self[key] != nil else { return self }
@@ -239,9 +251,10 @@ extension SortedMap {
     }
 }
 
-/// A node of ``SortedMap``'s tree. Its value and children change only through
-/// ``SortedMap/modifyValue(forKey:_:)``, and only while the node is uniquely referenced, so no other
-/// thread can see the change: that is what makes the `@unchecked Sendable` sound.
+/// A node of ``SortedMap``'s tree. Its value, children, height and count change only through
+/// ``SortedMap/modifyValue(forKey:_:)`` and ``SortedMap/insert(_:_:)``, and only while the node is
+/// uniquely referenced, so no other thread can see the change: that is what makes the
+/// `@unchecked Sendable` sound.
 @usableFromInline final class AVLNode<Key: Sendable, Value: Sendable>: @unchecked Sendable {
     @usableFromInline let key: Key
     // Changed only while uniquely referenced (see above), so the runtime's exclusivity checks, which
@@ -249,8 +262,8 @@ extension SortedMap {
     @exclusivity(unchecked) @usableFromInline var value: Value
     @exclusivity(unchecked) @usableFromInline var left: AVLNode?
     @exclusivity(unchecked) @usableFromInline var right: AVLNode?
-    @usableFromInline let height: Int8
-    @usableFromInline let count: Int
+    @exclusivity(unchecked) @usableFromInline var height: Int8
+    @exclusivity(unchecked) @usableFromInline var count: Int
 
     @usableFromInline init(key: Key, value: Value, left: AVLNode?, right: AVLNode?) {
         self.key = key
@@ -301,6 +314,33 @@ extension SortedMap {
         if c == 0 { return Tree(key: key, value: value, left: node.left, right: node.right) }
         if c < 0 { return balanced(node.key, node.value, insert(node.left, key, value, order), node.right) }
         return balanced(node.key, node.value, node.left, insert(node.right, key, value, order))
+    }
+
+    /// Inserts below `slot` in place, copying shared nodes on the way; only a node left out of
+    /// balance is replaced, by the two or three new ones ``balanced(_:_:_:_:)`` builds.
+    /// Returns whether `key` is new (an existing key only has its value replaced).
+    @discardableResult
+    static func insert(_ slot: inout Tree?, _ key: Key, _ value: Value, _ order: Order) -> Bool {
+        guard let node = unique(&slot) else {
+            slot = Tree(key: key, value: value, left: nil, right: nil)
+            return true
+        }
+        let c = order.compare(key, node.key)
+        if c == 0 {
+            node.value = value
+            return false
+        }
+        let added = c < 0 ? insert(&node.left, key, value, order) : insert(&node.right, key, value, order)
+        guard added else { return false }
+        let hl = height(node.left)
+        let hr = height(node.right)
+        if abs(Int(hl) - Int(hr)) > 1 {
+            slot = balanced(node.key, node.value, node.left, node.right)
+        } else {
+            node.height = Swift.max(hl, hr) + 1
+            node.count += 1
+        }
+        return true
     }
 
     /// Changes the value of `key` below `root`, copying shared nodes on the way; `false` when absent

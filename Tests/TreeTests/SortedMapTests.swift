@@ -73,6 +73,35 @@ struct SortedMapTests {
         }
     }
 
+    @Test func insertingInPlaceKeepsBalanceAndSpareCopies() async {
+        await propertyCheck(count: 60, input: Self.steps) { steps in
+            var map = IntMap(order: NaturalOrder())
+            var model: [Int: Int] = [:]
+            for (number, step) in steps.enumerated() {
+                // Every third step a copy shares the tree: its nodes must be copied, not changed.
+                let copy = number.isMultiple(of: 3) ? (map: map, entries: Self.entries(of: model)) : nil
+                if step.insert {
+                    map.insert(step.key, step.value)
+                    model[step.key] = step.value
+                } else {
+                    map = map.removing(step.key)
+                    model[step.key] = nil
+                }
+                #expect(map.invariantViolation() == nil, "after \(step)")
+                #expect(Self.differences(map, model).isEmpty, "after \(step)")
+                if let copy { #expect(Self.entries(of: copy.map) == copy.entries, "copy changed by \(step)") }
+            }
+        }
+    }
+
+    @Test func insertingAscendingKeysInPlaceStaysBalanced() {
+        var map = IntMap(order: NaturalOrder())
+        for key in 0..<5_000 { map.insert(key, key) }
+        #expect(map.invariantViolation() == nil)
+        #expect(map.count == 5_000)
+        #expect(map[4_999] == 4_999)
+    }
+
     @Test func buildingFromSortedPairsGivesValidTree() async {
         await propertyCheck(count: 100, input: Gen.int(in: 0...300), Gen.int(in: 0...300)) { count, extra in
             let pairs = (0..<count).map { ($0 * 2, $0) }
