@@ -24,7 +24,8 @@ package enum RowOperation: Sendable, Equatable {
 ///
 /// A write of n leaf and priority rows becomes n + 2 operations (the old row at the path, the rows
 /// below it, the rows of the new data; a leaf's row replaces the old one, so a leaf costs two) plus
-/// one deletion per ancestor whose leaf row must go, each ancestor once per transaction.
+/// one deletion per ancestor whose leaf row must go, each ancestor once per transaction. A write
+/// whose location the writer knows was empty (``StoredWrite/locationWasEmpty``) skips the first two.
 package struct RowPlan {
     /// Row paths known, within this transaction, to hold no leaf: ancestors whose leaf rows an
     /// earlier write deleted. Closed under ancestors (a path's ancestors are in it too), so a write
@@ -56,7 +57,7 @@ package struct RowPlan {
         let path = write.path.wireString
         if write.path.isEmpty {
             operations.append(.deleteAll)
-        } else {
+        } else if !write.locationWasEmpty {
             // A leaf's row replaces the row at its path.
             if write.node.leafValue == nil { operations.append(.deleteRow(path)) }
             operations.append(.deleteBelow(path))

@@ -21,10 +21,15 @@ public struct StoredWrite: Sendable, Equatable {
     public var path: Path
     /// The data that replaces whatever is at ``path``.
     public var node: Node
+    /// The writer knows that nothing is stored at or below ``path`` when this write commits (the
+    /// server checks its tree, which holds what the store will hold by then): a store may skip
+    /// clearing the location. Writing a new child of a wide node then costs only its own rows.
+    public var locationWasEmpty: Bool
 
-    public init(path: Path, node: Node) {
+    public init(path: Path, node: Node, locationWasEmpty: Bool = false) {
         self.path = path
         self.node = node
+        self.locationWasEmpty = locationWasEmpty
     }
 }
 

@@ -77,7 +77,7 @@ extension Database {
     }
 
     /// The pushes a write at `path` (from `old` to `new`) causes, per subscriber, in order.
-    func fanOut(at path: Path, old: Node, new: Node, merge: [Path: Node]?) -> [(any Subscriber, Push)] {
+    func fanOut(at path: Path, old: Node, new: Node, merge: [(path: Path, node: Node)]?) -> [(any Subscriber, Push)] {
         guard listeners.count > 0 else { return [] }
         var deliveries: [(any Subscriber, Push)] = []
         // Computed on first use: most writes have no listener at or above their location.

@@ -151,7 +151,7 @@ extension Database {
                 let children = try Self.updateChildren(members, at: path) { absolute, value throws(TreeError) in
                     try Node(json: value, at: absolute, existing: root.child(at: absolute), serverValues: context)
                 }
-                return mayUpdate(path, children: children.map { ($0.key, $0.value) }, caller: caller, at: context)
+                return mayUpdate(path, children: children, caller: caller, at: context)
             }
         } catch {
             return false

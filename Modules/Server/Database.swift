@@ -316,7 +316,7 @@ actor Database {
             return refuse(.invalidData("an update must be an object of paths and values"), reply: reply)
         }
         let context = ServerValueContext(now: Self.now())
-        var children: [Path: Node] = [:]
+        var children: [(path: Path, node: Node)] = []
         do throws(TreeError) {
             children = try Self.updateChildren(members, at: path) { absolute, value throws(TreeError) in
                 let existing = value.containsServerValue ? root.child(at: absolute) : .empty
@@ -328,14 +328,14 @@ actor Database {
         if let refusal = refuseWhileRecovering() {
             return refuseNow(refusal, reply: reply)
         }
-        guard mayUpdate(path, children: children.map { ($0.key, $0.value) }, caller: caller, at: context) else {
+        guard mayUpdate(path, children: children, caller: caller, at: context) else {
             return refuse(.permissionDenied, reply: reply)
         }
         if children.isEmpty {
             submit([]) { [root] _ in reply(.ok(value: root.child(at: path))) }
             return .applied
         }
-        let writes = children.sorted { $0.key < $1.key }.map { StoredWrite(path: path.child($0.key), node: $0.value) }
+        let writes = children.map { StoredWrite(path: path.child($0.path), node: $0.node) }
         apply(writes: writes, merge: children, at: path) { error in
             reply(error.map { .rejected($0) } ?? .ok(value: .empty))
         }
@@ -345,12 +345,19 @@ actor Database {
     /// Applies validated writes in memory, computes the pushes they cause, and queues them for
     /// commit; `done` gets `nil` once durable (after the pushes went out) or the error.
     private func apply(
-        writes: [StoredWrite], merge: [Path: Node]?, at path: Path, done: @escaping @Sendable (WriteError?) -> Void
+        writes: [StoredWrite], merge: [(path: Path, node: Node)]?, at path: Path,
+        done: @escaping @Sendable (WriteError?) -> Void
     ) {
         // Only listeners below the write compare old data with new. Without them nothing else holds
         // the tree, so the update changes it in place instead of copying the nodes on the way.
         let old = listeners.hasListeners(below: path) ? root : nil
-        for write in writes { root.update(at: write.path, to: write.node) }
+        var writes = writes
+        for index in writes.indices {
+            // The tree holds what the store will hold when this write commits (the writes queued
+            // before it commit first, and a failed commit halts the ones after it).
+            writes[index].locationWasEmpty = root.child(at: writes[index].path).isEmpty
+            root.update(at: writes[index].path, to: writes[index].node)
+        }
         let deliveries = fanOut(at: path, old: old ?? root, new: root, merge: merge)
         metrics.writes.increment(by: Int64(writes.count))
         submit(writes, deliveries: deliveries) { [name, lost] result in
@@ -362,23 +369,37 @@ actor Database {
         recheckDataDependentListens()
     }
 
-    /// The members of a multi-path update at `path` as nodes by relative path, each built by `build`
-    /// from its absolute location and value. Throws for a member whose path is invalid or not
-    /// writable once joined with `path` (`a/.priority` with `x`, `a` with `.info/x`), whose value
-    /// `build` refuses, or that overlaps another member (`a` and `a/b`).
+    /// The members of a multi-path update at `path` as nodes by relative path, in path order, each
+    /// built by `build` from its absolute location and value. Throws for a member whose path is
+    /// invalid or not writable once joined with `path` (`a/.priority` with `x`, `a` with `.info/x`),
+    /// whose value `build` refuses, or that overlaps another member (`a` and `a/b`, `a` and `/a`).
+    ///
+    /// Sorted once, and checked for overlaps on the sorted list in one pass: an import writes wide
+    /// nodes as updates of thousands of members, and this runs once per member.
     static func updateChildren(
         _ members: [String: JSONValue], at path: Path,
         build: (_ absolute: Path, _ value: JSONValue) throws(TreeError) -> Node
-    ) throws(TreeError) -> [Path: Node] {
-        var children: [Path: Node] = [:]
-        children.reserveCapacity(members.count)
+    ) throws(TreeError) -> [(path: Path, node: Node)] {
+        var built: [(path: Path, node: Node)] = []
+        built.reserveCapacity(members.count)
         for (key, value) in members {
             let relative = try Path(validating: key)
             let absolute = path.child(relative)
             try absolute.checkWritable()
-            children[relative] = try build(absolute, value)
+            built.append((relative, try build(absolute, value)))
         }
-        try UpdateValidation.checkNoOverlap(children.keys)
+        // Sorting positions moves integers, where sorting the pairs would copy (retain and release)
+        // a path and a node at every step; members that are children of `path` (an import's wide
+        // node) compare by key alone.
+        var order = Array(built.indices)
+        let keys = built.compactMap { $0.path.count == 1 ? $0.path.front : nil }
+        if keys.count == built.count {
+            order.sort { ChildKey.compare(keys[$0], keys[$1]) < 0 }
+        } else {
+            order.sort { built[$0].path < built[$1].path }
+        }
+        let children = order.map { built[$0] }
+        try UpdateValidation.checkNoOverlap(sorted: children.lazy.map(\.path))
         return children
     }
 

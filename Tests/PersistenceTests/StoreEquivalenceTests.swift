@@ -13,8 +13,12 @@ struct StoreEquivalenceTests {
             let memory = InMemoryServerStore()
             var expected = Node.empty
             for step in 0..<250 {
-                let writes = (0..<Int.random(in: 1...3, using: &generator.random)).map { _ in generator.write() }
-                for write in writes { expected = expected.updating(at: write.path, to: write.node) }
+                var writes = (0..<Int.random(in: 1...3, using: &generator.random)).map { _ in generator.write() }
+                for index in writes.indices {
+                    // As the server marks its writes: from the tree the writes before lead to.
+                    writes[index].locationWasEmpty = expected.child(at: writes[index].path).isEmpty
+                    expected = expected.updating(at: writes[index].path, to: writes[index].node)
+                }
                 try sqlite.commit(writes)
                 try memory.commit(writes)
                 let stored = try sqlite.loadTree()
@@ -25,6 +29,18 @@ struct StoreEquivalenceTests {
             try sqlite.close()
             #expect(try SQLiteServerStore(path: file).loadTree() == expected)
         }
+    }
+
+    /// A new child of a wide node costs only its own rows: nothing is cleared where the writer
+    /// knows the location was empty, and everything is where it does not.
+    @Test func aWriteToAnEmptyLocationClearsNothing() throws {
+        let record = try Node(json: .object(["name": .string("ada"), "score": .number(1)]))
+        let fresh = try RowPlan.operations(for: [StoredWrite(path: "users/u1", node: record, locationWasEmpty: true)])
+        #expect(fresh.filter { if case .upsert = $0 { false } else { true } } == [.deleteRow(""), .deleteRow("users")])
+        #expect(fresh.count == 4)
+        let unknown = try RowPlan.operations(for: [StoredWrite(path: "users/u1", node: record)])
+        #expect(unknown.contains(.deleteRow("users/u1")))
+        #expect(unknown.contains(.deleteBelow("users/u1")))
     }
 
     @Test func inMemoryRejectsWhatSQLiteRejects() async throws {
