@@ -279,6 +279,19 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // An app's view model using the SDK's callbacks, compiled in each language mode with an app's
+        // default settings (not the upcoming features above), so Firebase's documented forms are
+        // checked as apps write them.
+        .testTarget(
+            name: "MainActorSwift6Tests",
+            dependencies: ["Canopy", "CanopyTesting"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .testTarget(
+            name: "MainActorSwift5Tests",
+            dependencies: ["Canopy", "CanopyTesting"],
+            swiftSettings: [.swiftLanguageMode(.v5), .enableUpcomingFeature("StrictConcurrency")]
+        ),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [

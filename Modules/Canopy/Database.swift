@@ -18,7 +18,8 @@ import Tree
 /// ```
 ///
 /// One instance exists per URL; it connects on first use and reconnects by itself. Callbacks run on
-/// ``callbackQueue`` (the main queue on Apple platforms, a serial queue elsewhere).
+/// the main actor when written there (in a `@MainActor` class, say), else on ``callbackQueue`` (the
+/// main queue on Apple platforms, a serial queue elsewhere).
 public final class Database: Sendable {
     /// The database URL this instance was made for.
     public let url: String
@@ -29,7 +30,7 @@ public final class Database: Sendable {
     let logger: Logger
 
     private struct Settings {
-        var callbackQueue: DispatchQueue
+        var callbacks: CallbackExecutor
         var persistenceEnabled = false
         var cacheSizeBytes: UInt = 10 * 1024 * 1024
         var persistenceDirectory = PersistenceManager.defaultDirectory
@@ -73,7 +74,7 @@ public final class Database: Sendable {
         } catch {
             endpoint = .failure(.invalidPath(url, reason: "not a database URL: \(error)"))
         }
-        settings = Mutex(Settings(callbackQueue: Self.defaultCallbackQueue))
+        settings = Mutex(Settings(callbacks: CallbackExecutor(queue: Self.defaultCallbackQueue)))
     }
 
     private static var defaultCallbackQueue: DispatchQueue {
@@ -91,16 +92,21 @@ public final class Database: Sendable {
 
     // MARK: Settings
 
-    /// Where callbacks run. Set it before attaching listeners.
+    /// Where callbacks that are not isolated to an actor run (a callback written on the main actor
+    /// runs there whatever the queue). Set a serial queue, before attaching listeners.
     public var callbackQueue: DispatchQueue {
-        get { settings.withLock { $0.callbackQueue } }
+        get { settings.withLock { $0.callbacks.queue } }
         set {
+            let callbacks = CallbackExecutor(queue: newValue)
             settings.withLock { settings in
-                settings.callbackQueue = newValue
-                settings.repo?.state.withLock { $0.callbackQueue = newValue }
+                settings.callbacks = callbacks
+                settings.repo?.state.withLock { $0.callbacks = callbacks }
             }
         }
     }
+
+    /// Runs the app's callbacks (see ``callbackQueue``).
+    var callbacks: CallbackExecutor { settings.withLock { $0.callbacks } }
 
     /// Whether synced data, pending writes and tracked queries are kept on disk. Must be set before
     /// the first reference is made; a later change is ignored and logged (``configurePersistence(enabled:cacheSizeBytes:directory:)``
@@ -211,7 +217,7 @@ public final class Database: Sendable {
                 }
             }
             let repo = Repo(
-                endpoint: endpoint, callbackQueue: settings.callbackQueue, connector: connector, logger: logger,
+                endpoint: endpoint, callbacks: settings.callbacks, connector: connector, logger: logger,
                 persistence: persistence, transactionBlocks: transactionBlocks,
                 followsHelloHost: settings.emulator == nil)
             settings.repo = repo
@@ -326,10 +332,13 @@ public final class Database: Sendable {
     /// How the server took the token, now.
     public var authState: AuthState { repo?.state.withLock { $0.auth.state } ?? .signedOut }
 
-    /// Calls `callback` on ``callbackQueue`` with the current ``AuthState`` and every change.
-    /// Returns a handle for ``removeAuthStateObserver(withHandle:)``.
+    /// Calls `callback` with the current ``AuthState`` and every change (on the main actor when
+    /// written there, else on ``callbackQueue``). Returns a handle for
+    /// ``removeAuthStateObserver(withHandle:)``.
     @discardableResult
-    public func observeAuthState(_ callback: @escaping @Sendable (AuthState) -> Void) -> DatabaseHandle {
+    public func observeAuthState(
+        @_inheritActorContext _ callback: @escaping @isolated(any) @Sendable (AuthState) -> Void
+    ) -> DatabaseHandle {
         DatabaseHandle(repo?.observeAuth(callback) ?? 0)
     }
 

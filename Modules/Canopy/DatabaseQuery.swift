@@ -126,66 +126,66 @@ public class DatabaseQuery: @unchecked Sendable {
     // MARK: Listening
 
     /// Calls `block` with the data every time it changes (`.value`), or with each child event.
-    /// Returns the handle for ``removeObserver(withHandle:)``.
+    /// Returns the handle for ``removeObserver(withHandle:)``. Like every block the SDK calls
+    /// back, `block` runs on the main actor when written there (in a `@MainActor` class), else on
+    /// ``Database/callbackQueue``.
     @discardableResult
     public func observe(
-        _ eventType: DataEventType, with block: @escaping @Sendable (DataSnapshot) -> Void
-    )
-        -> DatabaseHandle
-    {
+        _ eventType: DataEventType,
+        @_inheritActorContext with block: @escaping @isolated(any) @Sendable (DataSnapshot) -> Void
+    ) -> DatabaseHandle {
         observe(eventType, with: block, withCancel: nil)
     }
 
-    /// ``observe(_:with:)`` with a block told (on the callback queue) when the listen is refused or
-    /// the query is invalid; the listener is removed then.
+    /// ``observe(_:with:)`` with a block told when the listen is refused or the query is invalid;
+    /// the listener is removed then.
     @discardableResult
     public func observe(
-        _ eventType: DataEventType, with block: @escaping @Sendable (DataSnapshot) -> Void,
-        withCancel cancelBlock: (@Sendable (any Error) -> Void)?
+        _ eventType: DataEventType,
+        @_inheritActorContext with block: @escaping @isolated(any) @Sendable (DataSnapshot) -> Void,
+        @_inheritActorContext withCancel cancelBlock: (@isolated(any) @Sendable (any Error) -> Void)?
     ) -> DatabaseHandle {
-        let callback: Repo.Observer.Callback =
-            eventType == .value ? .value(block) : .child { snapshot, _ in block(snapshot) }
-        return add(eventType, callback, cancel: cancelBlock, once: false)
+        add(eventType, .snapshot(block), cancel: cancelBlock, once: false)
     }
 
     /// Child events with the key of the child before this one in the query's order.
     @discardableResult
     public func observe(
         _ eventType: DataEventType,
-        andPreviousSiblingKeyWith block: @escaping @Sendable (DataSnapshot, String?) -> Void,
-        withCancel cancelBlock: (@Sendable (any Error) -> Void)? = nil
+        @_inheritActorContext andPreviousSiblingKeyWith block:
+            @escaping @isolated(any) @Sendable (DataSnapshot, String?) -> Void,
+        @_inheritActorContext withCancel cancelBlock: (@isolated(any) @Sendable (any Error) -> Void)? = nil
     ) -> DatabaseHandle {
-        let callback: Repo.Observer.Callback =
-            eventType == .value ? .value { block($0, nil) } : .child(block)
-        return add(eventType, callback, cancel: cancelBlock, once: false)
+        add(eventType, .snapshotAndPreviousKey(block), cancel: cancelBlock, once: false)
     }
 
     /// Calls `block` once, with the first event, then stops listening.
-    public func observeSingleEvent(of eventType: DataEventType, with block: @escaping @Sendable (DataSnapshot) -> Void)
-    {
+    public func observeSingleEvent(
+        of eventType: DataEventType,
+        @_inheritActorContext with block: @escaping @isolated(any) @Sendable (DataSnapshot) -> Void
+    ) {
         observeSingleEvent(of: eventType, with: block, withCancel: nil)
     }
 
     public func observeSingleEvent(
-        of eventType: DataEventType, with block: @escaping @Sendable (DataSnapshot) -> Void,
-        withCancel cancelBlock: (@Sendable (any Error) -> Void)?
+        of eventType: DataEventType,
+        @_inheritActorContext with block: @escaping @isolated(any) @Sendable (DataSnapshot) -> Void,
+        @_inheritActorContext withCancel cancelBlock: (@isolated(any) @Sendable (any Error) -> Void)?
     ) {
-        let callback: Repo.Observer.Callback =
-            eventType == .value ? .value(block) : .child { snapshot, _ in block(snapshot) }
-        _ = add(eventType, callback, cancel: cancelBlock, once: true)
+        _ = add(eventType, .snapshot(block), cancel: cancelBlock, once: true)
     }
 
     private func add(
-        _ eventType: DataEventType, _ callback: Repo.Observer.Callback, cancel: (@Sendable (any Error) -> Void)?,
-        once: Bool
+        _ eventType: DataEventType, _ callback: Repo.Observer.Callback,
+        cancel: (@isolated(any) @Sendable (any Error) -> Void)?, once: Bool
     ) -> DatabaseHandle {
         guard let repo = usableRepo(cancel) else { return 0 }
         return repo.addObserver(
             query: self, types: [eventType.eventType], callback: callback, cancel: cancel, once: once)
     }
 
-    /// The repo, or `nil` after telling `cancel` (on the callback queue) why this query is unusable.
-    func usableRepo(_ cancel: (@Sendable (any Error) -> Void)?) -> Repo? {
+    /// The repo, or `nil` after telling `cancel` why this query is unusable.
+    func usableRepo(_ cancel: (@isolated(any) @Sendable (any Error) -> Void)?) -> Repo? {
         let failure: DatabaseError
         if let problem {
             failure = problem
@@ -198,7 +198,7 @@ public class DatabaseQuery: @unchecked Sendable {
             }
         }
         database.logger.error("\(failure)")
-        if let cancel { database.callbackQueue.async { cancel(failure) } }
+        if let cancel { database.callbacks.deliver(cancel, failure) }
         return nil
     }
 
@@ -224,15 +224,16 @@ public class DatabaseQuery: @unchecked Sendable {
         return try await repo.get(self)
     }
 
-    /// ``getData()`` with a completion block on the callback queue.
-    public func getData(completion: @escaping @Sendable ((any Error)?, DataSnapshot?) -> Void) {
-        let queue = database.callbackQueue
+    /// ``getData()`` with a completion block.
+    public func getData(
+        @_inheritActorContext completion: @escaping @isolated(any) @Sendable ((any Error)?, DataSnapshot?) -> Void
+    ) {
         Task {
             do {
                 let snapshot = try await getData()
-                queue.async { completion(nil, snapshot) }
+                database.callbacks.deliver(completion, nil, snapshot)
             } catch {
-                queue.async { completion(error, nil) }
+                database.callbacks.deliver(completion, error, nil)
             }
         }
     }

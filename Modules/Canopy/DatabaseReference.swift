@@ -75,9 +75,11 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     /// ``setValue(_:)``, then `block` with the server's answer.
     @discardableResult
     public func setValue(
-        _ value: Any?, withCompletionBlock block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void
+        _ value: Any?,
+        @_inheritActorContext withCompletionBlock block:
+            @escaping @isolated(any) @Sendable ((any Error)?, DatabaseReference) -> Void
     ) -> WriteStatus {
-        write(block) { repo, status, done throws(DatabaseError) in
+        write(reply(block)) { repo, status, done throws(DatabaseError) in
             repo.set(try AppValue.json(value, at: self.location), at: self.path, status: status, completion: done)
         }
     }
@@ -87,7 +89,10 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         try await awaitWrite { self.setValue(value, withCompletionBlock: $0) }
     }
 
-    /// Replaces the data and its priority.
+    /// Replaces the data and its priority. (Disfavoured, as the other two-argument forms with a
+    /// priority, so that a trailing completion block with typed parameters, `{ (error: Error?, ref:
+    /// DatabaseReference) in … }`, is not taken for the priority.)
+    @_disfavoredOverload
     @discardableResult
     public func setValue(_ value: Any?, andPriority priority: Any?) -> WriteStatus {
         setValue(value, andPriority: priority, withCompletionBlock: { _, _ in })
@@ -96,13 +101,15 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     @discardableResult
     public func setValue(
         _ value: Any?, andPriority priority: Any?,
-        withCompletionBlock block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void
+        @_inheritActorContext withCompletionBlock block:
+            @escaping @isolated(any) @Sendable ((any Error)?, DatabaseReference) -> Void
     ) -> WriteStatus {
-        write(block) { repo, status, done throws(DatabaseError) in
+        write(reply(block)) { repo, status, done throws(DatabaseError) in
             repo.set(try self.withPriority(value, priority), at: self.path, status: status, completion: done)
         }
     }
 
+    @_disfavoredOverload
     public func setValue(_ value: Any?, andPriority priority: Any?) async throws {
         try await awaitWrite { self.setValue(value, andPriority: priority, withCompletionBlock: $0) }
     }
@@ -114,7 +121,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
 
     public func setValue<T: Encodable>(
         from value: T, encoder: JSONEncoder = JSONEncoder(),
-        completion: (@Sendable ((any Error)?) -> Void)?
+        @_inheritActorContext completion: (@isolated(any) @Sendable ((any Error)?) -> Void)?
     ) throws {
         let json: JSONValue
         do {
@@ -122,7 +129,10 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         } catch {
             throw DatabaseError.invalidValue(location, reason: "\(T.self) does not encode to JSON: \(error)")
         }
-        setValue(json) { error, _ in completion?(error) }
+        _ = write({ error, callbacks in if let completion { callbacks.deliver(completion, error) } }) {
+            repo, status, done throws(DatabaseError) in
+            repo.set(json, at: self.path, status: status, completion: done)
+        }
     }
 
     /// Sets only the priority.
@@ -133,9 +143,11 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
 
     @discardableResult
     public func setPriority(
-        _ priority: Any?, withCompletionBlock block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void
+        _ priority: Any?,
+        @_inheritActorContext withCompletionBlock block:
+            @escaping @isolated(any) @Sendable ((any Error)?, DatabaseReference) -> Void
     ) -> WriteStatus {
-        write(block) { repo, status, done throws(DatabaseError) in
+        write(reply(block)) { repo, status, done throws(DatabaseError) in
             repo.set(
                 try AppValue.json(priority, at: self.location + "/.priority"), at: self.path.child(.priority),
                 status: status, completion: done)
@@ -156,9 +168,10 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     @discardableResult
     public func updateChildValues(
         _ values: [AnyHashable: Any],
-        withCompletionBlock block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void
+        @_inheritActorContext withCompletionBlock block:
+            @escaping @isolated(any) @Sendable ((any Error)?, DatabaseReference) -> Void
     ) -> WriteStatus {
-        write(block) { repo, status, done throws(DatabaseError) in
+        write(reply(block)) { repo, status, done throws(DatabaseError) in
             repo.update(try self.members(values), at: self.path, status: status, completion: done)
         }
     }
@@ -173,7 +186,8 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
 
     @discardableResult
     public func removeValue(
-        withCompletionBlock block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void
+        @_inheritActorContext withCompletionBlock block:
+            @escaping @isolated(any) @Sendable ((any Error)?, DatabaseReference) -> Void
     ) -> WriteStatus {
         setValue(nil, withCompletionBlock: block)
     }
@@ -186,9 +200,11 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     public func onDisconnectSetValue(_ value: Any?) { onDisconnectSetValue(value, withCompletionBlock: { _, _ in }) }
 
     public func onDisconnectSetValue(
-        _ value: Any?, withCompletionBlock block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void
+        _ value: Any?,
+        @_inheritActorContext withCompletionBlock block:
+            @escaping @isolated(any) @Sendable ((any Error)?, DatabaseReference) -> Void
     ) {
-        disconnect(block) { () throws(DatabaseError) in
+        disconnect(reply(block)) { () throws(DatabaseError) in
             .onDisconnectPut(path: self.path.wireString, data: try AppValue.json(value, at: self.location))
         }
     }
@@ -197,15 +213,17 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         try await awaitWrite { self.onDisconnectSetValue(value, withCompletionBlock: $0) }
     }
 
+    @_disfavoredOverload
     public func onDisconnectSetValue(_ value: Any?, andPriority priority: Any?) {
         onDisconnectSetValue(value, andPriority: priority, withCompletionBlock: { _, _ in })
     }
 
     public func onDisconnectSetValue(
         _ value: Any?, andPriority priority: Any?,
-        withCompletionBlock block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void
+        @_inheritActorContext withCompletionBlock block:
+            @escaping @isolated(any) @Sendable ((any Error)?, DatabaseReference) -> Void
     ) {
-        disconnect(block) { () throws(DatabaseError) in
+        disconnect(reply(block)) { () throws(DatabaseError) in
             .onDisconnectPut(path: self.path.wireString, data: try self.withPriority(value, priority))
         }
     }
@@ -217,9 +235,10 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
 
     public func onDisconnectUpdateChildValues(
         _ values: [AnyHashable: Any],
-        withCompletionBlock block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void
+        @_inheritActorContext withCompletionBlock block:
+            @escaping @isolated(any) @Sendable ((any Error)?, DatabaseReference) -> Void
     ) {
-        disconnect(block) { () throws(DatabaseError) in
+        disconnect(reply(block)) { () throws(DatabaseError) in
             .onDisconnectMerge(path: self.path.wireString, data: .object(try self.members(values)))
         }
     }
@@ -232,7 +251,8 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     public func onDisconnectRemoveValue() { onDisconnectSetValue(nil) }
 
     public func onDisconnectRemoveValue(
-        withCompletionBlock block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void
+        @_inheritActorContext withCompletionBlock block:
+            @escaping @isolated(any) @Sendable ((any Error)?, DatabaseReference) -> Void
     ) {
         onDisconnectSetValue(nil, withCompletionBlock: block)
     }
@@ -243,9 +263,10 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     public func cancelDisconnectOperations() { cancelDisconnectOperations(withCompletionBlock: { _, _ in }) }
 
     public func cancelDisconnectOperations(
-        withCompletionBlock block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void
+        @_inheritActorContext withCompletionBlock block:
+            @escaping @isolated(any) @Sendable ((any Error)?, DatabaseReference) -> Void
     ) {
-        disconnect(block) { () throws(DatabaseError) in .onDisconnectCancel(path: self.path.wireString) }
+        disconnect(reply(block)) { () throws(DatabaseError) in .onDisconnectCancel(path: self.path.wireString) }
     }
 
     public func cancelDisconnectOperations() async throws {
@@ -259,12 +280,12 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     /// (if any), whether the write committed, and the final data.
     public func runTransactionBlock(
         _ block: @escaping @Sendable (MutableData) -> TransactionResult,
-        andCompletionBlock completion: @escaping @Sendable ((any Error)?, Bool, DataSnapshot?) -> Void = { _, _, _ in },
+        @_inheritActorContext andCompletionBlock completion:
+            @escaping @isolated(any) @Sendable ((any Error)?, Bool, DataSnapshot?) -> Void = { _, _, _ in },
         withLocalEvents localEvents: Bool = true
     ) {
         guard let repo = database.repo, problem == nil else {
-            let error = usableError
-            database.callbackQueue.async { completion(error, false, nil) }
+            database.callbacks.deliver(completion, usableError, false, nil)
             return
         }
         repo.runTransaction(at: self, update: block, completion: completion, applyLocally: localEvents)
@@ -277,19 +298,19 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     /// gone).
     public func runTransaction(
         named name: String, argument: Any? = nil,
-        andCompletionBlock completion: @escaping @Sendable ((any Error)?, Bool, DataSnapshot?) -> Void = { _, _, _ in },
+        @_inheritActorContext andCompletionBlock completion:
+            @escaping @isolated(any) @Sendable ((any Error)?, Bool, DataSnapshot?) -> Void = { _, _, _ in },
         withLocalEvents localEvents: Bool = true
     ) {
         let json: JSONValue
         do {
             json = try AppValue.json(argument, at: location)
         } catch {
-            database.callbackQueue.async { completion(error, false, nil) }
+            database.callbacks.deliver(completion, error, false, nil)
             return
         }
         guard let repo = database.repo, problem == nil else {
-            let error = usableError
-            database.callbackQueue.async { completion(error, false, nil) }
+            database.callbacks.deliver(completion, usableError, false, nil)
             return
         }
         repo.runTransaction(at: self, named: name, argument: json, completion: completion, applyLocally: localEvents)
@@ -344,36 +365,39 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         return members
     }
 
-    /// Runs a write through the repo, reporting a problem found before sending to `block`.
+    /// Hands a write's outcome to the app's `block`.
+    private func reply(
+        _ block: @escaping @isolated(any) @Sendable ((any Error)?, DatabaseReference) -> Void
+    ) -> Repo.Completion {
+        { error, callbacks in callbacks.deliver(block, error, self) }
+    }
+
+    /// Runs a write through the repo, reporting a problem found before sending to `done`.
     private func write(
-        _ block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void,
-        _ body: (Repo, WriteStatus, @escaping @Sendable (DatabaseError?) -> Void) throws(DatabaseError) -> Void
+        _ done: @escaping Repo.Completion,
+        _ body: (Repo, WriteStatus, @escaping Repo.Completion) throws(DatabaseError) -> Void
     ) -> WriteStatus {
-        let queue = database.callbackQueue
-        let status = WriteStatus(path: "/" + path.wireString)
+        let status = WriteStatus(path: location)
         guard problem == nil, let repo = database.repo else {
             let error = usableError
             database.logger.error("\(error)")
             status.finish(error)
-            queue.async { block(error, self) }
+            done(error, database.callbacks)
             return status
         }
         do {
-            try body(repo, status) { error in block(error, self) }
+            try body(repo, status, done)
         } catch {
             database.logger.error("\(error)")
             status.finish(error)
-            queue.async { block(error, self) }
+            done(error, database.callbacks)
         }
         return status
     }
 
-    private func disconnect(
-        _ block: @escaping @Sendable ((any Error)?, DatabaseReference) -> Void,
-        _ action: () throws(DatabaseError) -> ClientAction
-    ) {
+    private func disconnect(_ done: @escaping Repo.Completion, _ action: () throws(DatabaseError) -> ClientAction) {
         // An onDisconnect operation is not a write of the client's: its status is not kept.
-        _ = write(block) { repo, _, done throws(DatabaseError) in
+        _ = write(done) { repo, _, done throws(DatabaseError) in
             let action = try action()
             switch action {
             case .onDisconnectPut(_, let data):
@@ -400,7 +424,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     }
 
     private func awaitWrite(
-        _ start: (@escaping @Sendable ((any Error)?, DatabaseReference) -> Void) -> Void
+        _ start: (@escaping @isolated(any) @Sendable ((any Error)?, DatabaseReference) -> Void) -> Void
     ) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             start { error, _ in

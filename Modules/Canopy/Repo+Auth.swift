@@ -11,7 +11,7 @@ extension Repo {
         var state: AuthState = .signedOut
         /// Refusals of `token` in a row; at ``maxRefusals`` it is not sent again.
         var refusals = 0
-        var observers: [Int: @Sendable (AuthState) -> Void] = [:]
+        var observers: [Int: @isolated(any) @Sendable (AuthState) -> Void] = [:]
         var nextObserver = 1
         /// Supplies tokens on connect and after an expiry; see ``Database/setAuthTokenProvider(_:)``.
         var provider: AuthTokenProvider?
@@ -144,18 +144,18 @@ extension Repo {
     func setAuthState(_ new: AuthState, in state: inout State) {
         guard state.auth.state != new else { return }
         state.auth.state = new
-        for observer in state.auth.observers.values { state.callbackQueue.async { observer(new) } }
+        for observer in state.auth.observers.values { state.callbacks.deliver(observer, new) }
     }
 
     /// Calls `callback` with the current state and each change; returns a handle for
     /// ``removeAuthObserver(_:)``.
-    func observeAuth(_ callback: @escaping @Sendable (AuthState) -> Void) -> Int {
+    func observeAuth(_ callback: @escaping @isolated(any) @Sendable (AuthState) -> Void) -> Int {
         state.withLock { state in
             let id = state.auth.nextObserver
             state.auth.nextObserver += 1
             state.auth.observers[id] = callback
             let current = state.auth.state
-            state.callbackQueue.async { callback(current) }
+            state.callbacks.deliver(callback, current)
             return id
         }
     }

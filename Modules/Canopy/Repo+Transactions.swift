@@ -6,6 +6,9 @@ import Synchronization
 import Transport
 import Tree
 
+/// A transaction's completion block: the error, whether it committed, the data it ended with.
+typealias TransactionCompletion = @isolated(any) @Sendable ((any Error)?, Bool, DataSnapshot?) -> Void
+
 /// A transaction in progress.
 struct TransactionState: Sendable {
     let path: Path
@@ -13,7 +16,8 @@ struct TransactionState: Sendable {
     let update: @Sendable (MutableData) -> TransactionResult
     /// The name its update block is registered under, for a transaction kept on the device.
     var name: String?
-    let completion: @Sendable ((any Error)?, Bool, DataSnapshot?) -> Void
+    /// The app's completion block, isolated where it was written.
+    let completion: TransactionCompletion
     let applyLocally: Bool
     /// Keeps the location synced while the transaction runs, so a `datastale` rerun sees fresh data.
     let observer: DatabaseHandle
@@ -40,8 +44,8 @@ extension Repo {
     /// the device when persistence is on, with the put it was last sent in, until it finishes.
     func runTransaction(
         at ref: DatabaseReference, update: @escaping @Sendable (MutableData) -> TransactionResult,
-        completion: @escaping @Sendable ((any Error)?, Bool, DataSnapshot?) -> Void, applyLocally: Bool,
-        name: String? = nil, argument: JSONValue = .null
+        completion: @escaping TransactionCompletion, applyLocally: Bool, name: String? = nil,
+        argument: JSONValue = .null
     ) {
         let observer = addObserver(query: ref, types: [.value], callback: .none, cancel: nil, once: false)
         state.withLock { state in
@@ -62,11 +66,11 @@ extension Repo {
     /// Runs the transaction whose block is registered as `name`.
     func runTransaction(
         at ref: DatabaseReference, named name: String, argument: JSONValue,
-        completion: @escaping @Sendable ((any Error)?, Bool, DataSnapshot?) -> Void, applyLocally: Bool
+        completion: @escaping TransactionCompletion, applyLocally: Bool
     ) {
         guard transactionBlocks.isRegistered(name) else {
-            let queue = state.withLock { $0.callbackQueue }
-            queue.async { completion(DatabaseError.transactionNotRegistered(name), false, nil) }
+            let callbacks = state.withLock { $0.callbacks }
+            callbacks.deliver(completion, DatabaseError.transactionNotRegistered(name), false, nil)
             return
         }
         runTransaction(
@@ -298,8 +302,7 @@ extension Repo {
             dispatch(state.tree.ackUserWrite(writeID: writeID, revert: true), in: &state)
         }
         let snapshot = DataSnapshot(ref: transaction.ref, node: node)
-        let completion = transaction.completion
-        state.callbackQueue.async { completion(error, committed, snapshot) }
+        state.callbacks.deliver(transaction.completion, error, committed, snapshot)
         let observer = transaction.observer
         Task { [self] in removeObserver(observer) }
     }

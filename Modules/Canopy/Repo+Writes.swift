@@ -28,18 +28,16 @@ extension Repo {
         return .invalidValue("/" + path.wireString, reason: error.description)
     }
 
-    /// Hands `error` (or success) to `completion` on the callback queue.
-    func complete(
-        _ completion: @escaping @Sendable (DatabaseError?) -> Void, with error: DatabaseError?, in state: State
-    ) {
-        state.callbackQueue.async { completion(error) }
+    /// Hands `error` (or success) to `completion`'s callback. Call under the lock.
+    func complete(_ completion: Completion, with error: DatabaseError?, in state: State) {
+        completion(error, state.callbacks)
     }
 
     /// `setValue`: raises local events at once, then sends the write; `completion` learns the
     /// server's answer.
     func set(
         _ json: JSONValue, at path: Path, status: WriteStatus,
-        completion: @escaping @Sendable (DatabaseError?) -> Void
+        completion: @escaping Completion
     ) {
         state.withLock { state in
             let node: Node
@@ -66,7 +64,7 @@ extension Repo {
     /// `updateChildValues`: each member is a path relative to `path`.
     func update(
         _ members: [String: JSONValue], at path: Path, status: WriteStatus,
-        completion: @escaping @Sendable (DatabaseError?) -> Void
+        completion: @escaping Completion
     ) {
         state.withLock { state in
             var children: [Path: Node] = [:]
@@ -152,7 +150,7 @@ extension Repo {
                 let status = WriteStatus(path: "/" + write.path.wireString)
                 status.markDurable(true)
                 state.writes[write.id] = PendingWrite(
-                    action: action, completion: { _ in }, written: written, status: status)
+                    action: action, completion: { _, _ in }, written: written, status: status)
                 state.nextWriteID = max(state.nextWriteID, write.id + 1)
             }
         }
@@ -209,14 +207,14 @@ extension Repo {
 
     /// Registers an onDisconnect operation with the server (now, or once connected). Once the
     /// server accepted it, the client also applies it locally if the connection is lost.
-    func onDisconnect(_ action: ClientAction, completion: @escaping @Sendable (DatabaseError?) -> Void) {
+    func onDisconnect(_ action: ClientAction, completion: @escaping Completion) {
         state.withLock { state in sendOrQueue(disconnectRequest(action, completion: completion), in: &state) }
     }
 
     /// The request for an onDisconnect operation; one cut off by a lost connection is queued again,
     /// with the same completion, for the next connection.
     private func disconnectRequest(
-        _ action: ClientAction, completion: @escaping @Sendable (DatabaseError?) -> Void
+        _ action: ClientAction, completion: @escaping Completion
     ) -> QueuedRequest {
         QueuedRequest(action: action) { [self] status, data in
             state.withLock { state in

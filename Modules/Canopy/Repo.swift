@@ -11,8 +11,8 @@ import Tree
 /// and the connection to the server.
 ///
 /// Threading: every call changes the state under one lock and returns at once; events are handed
-/// to the database's callback queue in the order they happened, and messages are queued on the
-/// connection in the order the calls were made, so the server sees writes in app order. No app
+/// to the database's ``CallbackExecutor`` in the order they happened, and messages are queued on
+/// the connection in the order the calls were made, so the server sees writes in app order. No app
 /// code ever runs under the lock.
 final class Repo: Sendable {
     let endpoint: RealtimeEndpoint
@@ -35,9 +35,10 @@ final class Repo: Sendable {
 
     /// A listener: what it listens to and whom to tell.
     struct Observer: Sendable {
+        /// The app's block, in the form it gave it (isolated where it was written).
         enum Callback: Sendable {
-            case value(@Sendable (DataSnapshot) -> Void)
-            case child(@Sendable (DataSnapshot, String?) -> Void)
+            case snapshot(@isolated(any) @Sendable (DataSnapshot) -> Void)
+            case snapshotAndPreviousKey(@isolated(any) @Sendable (DataSnapshot, String?) -> Void)
             /// Keeps data synced with nothing to tell (`keepSynced`, a running transaction).
             case none
         }
@@ -45,7 +46,7 @@ final class Repo: Sendable {
         let query: DatabaseQuery
         let registration: EventRegistration
         let callback: Callback
-        let cancel: (@Sendable (any Error) -> Void)?
+        let cancel: (@isolated(any) @Sendable (any Error) -> Void)?
         /// Removed after its first event (`observeSingleEvent`).
         let once: Bool
     }
@@ -53,13 +54,17 @@ final class Repo: Sendable {
     /// A write sent (or to be sent) to the server, kept until it is answered.
     struct PendingWrite: Sendable {
         let action: ClientAction
-        let completion: @Sendable (DatabaseError?) -> Void
+        let completion: Completion
         /// The connection (``State/linkNumber``) it was last sent on.
         var sentOnLink: Int?
         /// What the write put at each location it wrote (absolute paths), resolved locally.
         var written: [Path: Node] = [:]
         let status: WriteStatus
     }
+
+    /// Tells the app how a request ended: hands its callback to `callbacks`. Called under the lock,
+    /// so that callbacks keep the order of events.
+    typealias Completion = @Sendable (_ error: DatabaseError?, _ callbacks: CallbackExecutor) -> Void
 
     /// An onDisconnect request made while offline, sent once connected.
     struct QueuedRequest: Sendable {
@@ -87,7 +92,7 @@ final class Repo: Sendable {
     struct State: Sendable {
         var tree: SyncTree
         var info: SyncTree
-        var callbackQueue: DispatchQueue
+        var callbacks: CallbackExecutor
         var observers: [Int: Observer] = [:]
         var nextHandle = 1
         var nextWriteID = 0
@@ -125,7 +130,7 @@ final class Repo: Sendable {
     }
 
     init(
-        endpoint: RealtimeEndpoint, callbackQueue: DispatchQueue, connector: @escaping Connector, logger: Logger,
+        endpoint: RealtimeEndpoint, callbacks: CallbackExecutor, connector: @escaping Connector, logger: Logger,
         persistence: PersistenceManager? = nil, transactionBlocks: TransactionRegistry = TransactionRegistry(),
         followsHelloHost: Bool = true
     ) {
@@ -149,7 +154,7 @@ final class Repo: Sendable {
         } else {
             clientID = UUID().uuidString
         }
-        var initial = State(tree: tree, info: SyncTree(listenProvider: NoListens()), callbackQueue: callbackQueue)
+        var initial = State(tree: tree, info: SyncTree(listenProvider: NoListens()), callbacks: callbacks)
         if let persistence {
             // The client id outlives a run, so each run numbers its writes from a range of its own:
             // a number the server saw in an earlier run (a write sent just before the app stopped,
@@ -206,7 +211,7 @@ final class Repo: Sendable {
 
     // MARK: Events
 
-    /// Hands `events` to their listeners on the callback queue, in order. Call under the lock.
+    /// Hands `events` to their listeners' callbacks, in order. Call under the lock.
     func dispatch(_ events: [Event], in state: inout State) {
         for event in events {
             let id = event.registration.id
@@ -216,20 +221,23 @@ final class Repo: Sendable {
                 state.observers[id] = nil
                 if let cancel = observer.cancel {
                     let failure = DatabaseError.server(status: error, message: "the listen was refused: \(error)")
-                    state.callbackQueue.async { cancel(failure) }
+                    state.callbacks.deliver(cancel, failure)
                 }
             case .data(_, let path, let change):
                 let ref = observer.query.ref.database.reference(at: path)
                 let index = observer.query.params.index
+                let snapshot: DataSnapshot
+                if change.type == .value {
+                    snapshot = DataSnapshot(ref: ref, node: change.node, index: index)
+                } else {
+                    snapshot = DataSnapshot(
+                        ref: ref.child(change.childName?.string ?? ""), node: change.node, index: index)
+                }
                 switch observer.callback {
-                case .value(let callback):
-                    let snapshot = DataSnapshot(ref: ref, node: change.node, index: index)
-                    state.callbackQueue.async { callback(snapshot) }
-                case .child(let callback):
-                    let name = change.childName?.string ?? ""
-                    let snapshot = DataSnapshot(ref: ref.child(name), node: change.node, index: index)
-                    let previous = change.prevName?.string
-                    state.callbackQueue.async { callback(snapshot, previous) }
+                case .snapshot(let callback):
+                    state.callbacks.deliver(callback, snapshot)
+                case .snapshotAndPreviousKey(let callback):
+                    state.callbacks.deliver(callback, snapshot, change.type == .value ? nil : change.prevName?.string)
                 case .none:
                     break
                 }
@@ -243,7 +251,7 @@ final class Repo: Sendable {
     /// Adds a listener; its first events (from cached data) are delivered at once.
     func addObserver(
         query: DatabaseQuery, types: Set<EventType>, callback: Observer.Callback,
-        cancel: (@Sendable (any Error) -> Void)?, once: Bool
+        cancel: (@isolated(any) @Sendable (any Error) -> Void)?, once: Bool
     ) -> DatabaseHandle {
         state.withLock { state in
             let handle = state.nextHandle

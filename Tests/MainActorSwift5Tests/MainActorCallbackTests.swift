@@ -1,0 +1,1 @@
+../MainActorSwift6Tests/MainActorCallbackTests.swift
