@@ -226,13 +226,8 @@ final class Repo: Sendable {
             case .data(_, let path, let change):
                 let ref = observer.query.ref.database.reference(at: path)
                 let index = observer.query.params.index
-                let snapshot: DataSnapshot
-                if change.type == .value {
-                    snapshot = DataSnapshot(ref: ref, node: change.node, index: index)
-                } else {
-                    snapshot = DataSnapshot(
-                        ref: ref.child(change.childName?.string ?? ""), node: change.node, index: index)
-                }
+                // The event's path is the query's for `value`, the child's for the others.
+                let snapshot = DataSnapshot(ref: ref, node: change.node, index: index)
                 switch observer.callback {
                 case .snapshot(let callback):
                     state.callbacks.deliver(callback, snapshot)

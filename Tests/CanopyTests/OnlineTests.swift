@@ -54,6 +54,20 @@ struct OnlineTests {
         }
     }
 
+    @Test func aChildEventsSnapshotIsAtTheChild() async throws {
+        try await withServer { server in
+            let scores = makeDatabase(server).reference(withPath: "scores")
+            try await scores.setValue(["a": 1, "b": 2])
+            let refs = Recorder<String>()
+            scores.queryOrderedByValue().observe(.childAdded) { refs.record($0.ref.url) }
+            scores.observe(.childChanged) { refs.record("changed \($0.ref.url)") }
+            #expect(await refs.wait { $0.count == 2 })
+            try await scores.child("b/deep").setValue(true)
+            #expect(await refs.wait { $0.count == 3 })
+            #expect(refs.all == [scores.child("a").url, scores.child("b").url, "changed \(scores.child("b").url)"])
+        }
+    }
+
     @Test func infoConnectedFollowsTheConnection() async throws {
         try await withServer { server in
             let database = makeDatabase(server)
