@@ -65,10 +65,13 @@ public final class Database: Sendable {
         }
     }
 
+    /// Every database ``database(url:)`` made, for ``DatabaseReference/goOffline()``.
+    static var everyInstance: [Database] { instances.withLock { Array($0.values) } }
+
     init(url: String, connector: @escaping Connector, logger: Logger = Logger(label: "canopy.client")) {
         self.url = url
         self.connector = connector
-        self.logger = logger
+        self.logger = logger.answeringLoggingSwitch
         do {
             endpoint = .success(try RealtimeEndpoint(url: url))
         } catch {
@@ -87,7 +90,7 @@ public final class Database: Sendable {
 
     static let realtimeConnector: Connector = { endpoint, lastSession in
         try await RealtimeClient.connect(
-            to: endpoint, lastSession: lastSession, logger: Logger(label: "canopy.connection"))
+            to: endpoint, lastSession: lastSession, logger: Logger(label: "canopy.connection").answeringLoggingSwitch)
     }
 
     // MARK: Settings

@@ -17,7 +17,8 @@ import Tree
 ///
 /// Every stored property is an immutable `Sendable` value, so queries can be shared across tasks.
 public class DatabaseQuery: @unchecked Sendable {
-    let database: Database
+    /// The database this location belongs to.
+    public let database: Database
     let path: Path
     let params: QueryParams
     /// Why this query or reference cannot be used, if it cannot.
@@ -173,6 +174,43 @@ public class DatabaseQuery: @unchecked Sendable {
         @_inheritActorContext withCancel cancelBlock: (@isolated(any) @Sendable (any Error) -> Void)?
     ) {
         _ = add(eventType, .snapshot(block), cancel: cancelBlock, once: true)
+    }
+
+    /// Calls `block` once, with the first event and the key of the child before it in the
+    /// query's order, then stops listening.
+    public func observeSingleEvent(
+        of eventType: DataEventType,
+        @_inheritActorContext andPreviousSiblingKeyWith block:
+            @escaping @isolated(any) @Sendable (DataSnapshot, String?) -> Void,
+        @_inheritActorContext withCancel cancelBlock: (@isolated(any) @Sendable (any Error) -> Void)? = nil
+    ) {
+        _ = add(eventType, .snapshotAndPreviousKey(block), cancel: cancelBlock, once: true)
+    }
+
+    /// The first event, as ``observeSingleEvent(of:with:)`` gives it.
+    ///
+    /// Like Firebase's, this form cannot report a refused listen or an invalid query: the refusal is
+    /// logged and the call returns only when its task is cancelled, with an empty snapshot of this
+    /// location. Use ``getData()``, or the form with a cancel block, where refusals matter.
+    public func observeSingleEvent(of eventType: DataEventType) async -> DataSnapshot {
+        await observeSingleEventAndPreviousSiblingKey(of: eventType).0
+    }
+
+    /// The first event and the key of the child before it in the query's order (`nil` for the
+    /// first child and for `.value`); see ``observeSingleEvent(of:)`` for a refused listen.
+    public func observeSingleEventAndPreviousSiblingKey(of eventType: DataEventType) async -> (DataSnapshot, String?) {
+        let wait = SingleEventWait()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                guard wait.start(continuation) else { return }
+                let handle = add(
+                    eventType, .snapshotAndPreviousKey { snapshot, previous in wait.end(with: (snapshot, previous)) },
+                    cancel: { [database] error in database.logger.error("observeSingleEvent: \(error)") }, once: true)
+                wait.setStop { [self] in removeObserver(withHandle: handle) }
+            }
+        } onCancel: {
+            wait.end(with: (DataSnapshot(ref: ref, node: .empty), nil))
+        }
     }
 
     private func add(

@@ -84,8 +84,9 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         }
     }
 
-    /// Replaces the data here and returns once the server acknowledged it.
-    public func setValue(_ value: Any?) async throws {
+    /// Replaces the data here and returns (this reference) once the server acknowledged it.
+    @discardableResult
+    public func setValue(_ value: Any?) async throws -> DatabaseReference {
         try await awaitWrite { self.setValue(value, withCompletionBlock: $0) }
     }
 
@@ -110,7 +111,8 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     }
 
     @_disfavoredOverload
-    public func setValue(_ value: Any?, andPriority priority: Any?) async throws {
+    @discardableResult
+    public func setValue(_ value: Any?, andPriority priority: Any?) async throws -> DatabaseReference {
         try await awaitWrite { self.setValue(value, andPriority: priority, withCompletionBlock: $0) }
     }
 
@@ -154,7 +156,8 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         }
     }
 
-    public func setPriority(_ priority: Any?) async throws {
+    @discardableResult
+    public func setPriority(_ priority: Any?) async throws -> DatabaseReference {
         try await awaitWrite { self.setPriority(priority, withCompletionBlock: $0) }
     }
 
@@ -176,7 +179,8 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         }
     }
 
-    public func updateChildValues(_ values: [AnyHashable: Any]) async throws {
+    @discardableResult
+    public func updateChildValues(_ values: [AnyHashable: Any]) async throws -> DatabaseReference {
         try await awaitWrite { self.updateChildValues(values, withCompletionBlock: $0) }
     }
 
@@ -184,6 +188,18 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     @discardableResult
     public func removeValue() -> WriteStatus { setValue(nil) }
 
+    /// ``removeValue()``, then `block` with the server's answer.
+    @discardableResult
+    public func removeValue(
+        @_inheritActorContext completionBlock block:
+            @escaping @isolated(any) @Sendable ((any Error)?, DatabaseReference) -> Void
+    ) -> WriteStatus {
+        setValue(nil, withCompletionBlock: block)
+    }
+
+    /// ``removeValue(completionBlock:)`` under an earlier name. (Disfavoured, so that a trailing
+    /// block picks one.)
+    @_disfavoredOverload
     @discardableResult
     public func removeValue(
         @_inheritActorContext withCompletionBlock block:
@@ -192,7 +208,9 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         setValue(nil, withCompletionBlock: block)
     }
 
-    public func removeValue() async throws { try await setValue(nil) }
+    /// Removes the data here and returns (this reference) once the server acknowledged it.
+    @discardableResult
+    public func removeValue() async throws -> DatabaseReference { try await setValue(nil) }
 
     // MARK: onDisconnect
 
@@ -209,7 +227,9 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         }
     }
 
-    public func onDisconnectSetValue(_ value: Any?) async throws {
+    /// Registers ``onDisconnectSetValue(_:)`` and returns (this reference) once the server has it.
+    @discardableResult
+    public func onDisconnectSetValue(_ value: Any?) async throws -> DatabaseReference {
         try await awaitWrite { self.onDisconnectSetValue(value, withCompletionBlock: $0) }
     }
 
@@ -228,6 +248,12 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         }
     }
 
+    @_disfavoredOverload
+    @discardableResult
+    public func onDisconnectSetValue(_ value: Any?, andPriority priority: Any?) async throws -> DatabaseReference {
+        try await awaitWrite { self.onDisconnectSetValue(value, andPriority: priority, withCompletionBlock: $0) }
+    }
+
     /// Updates the children named by `values` (relative paths) when the connection ends.
     public func onDisconnectUpdateChildValues(_ values: [AnyHashable: Any]) {
         onDisconnectUpdateChildValues(values, withCompletionBlock: { _, _ in })
@@ -243,13 +269,24 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         }
     }
 
-    public func onDisconnectUpdateChildValues(_ values: [AnyHashable: Any]) async throws {
+    @discardableResult
+    public func onDisconnectUpdateChildValues(_ values: [AnyHashable: Any]) async throws -> DatabaseReference {
         try await awaitWrite { self.onDisconnectUpdateChildValues(values, withCompletionBlock: $0) }
     }
 
     /// Removes the data here when the connection ends.
     public func onDisconnectRemoveValue() { onDisconnectSetValue(nil) }
 
+    /// ``onDisconnectRemoveValue()``, then `block` with the server's answer.
+    public func onDisconnectRemoveValue(
+        @_inheritActorContext completionBlock block:
+            @escaping @isolated(any) @Sendable ((any Error)?, DatabaseReference) -> Void
+    ) {
+        onDisconnectSetValue(nil, withCompletionBlock: block)
+    }
+
+    /// ``onDisconnectRemoveValue(completionBlock:)`` under an earlier name.
+    @_disfavoredOverload
     public func onDisconnectRemoveValue(
         @_inheritActorContext withCompletionBlock block:
             @escaping @isolated(any) @Sendable ((any Error)?, DatabaseReference) -> Void
@@ -257,20 +294,32 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         onDisconnectSetValue(nil, withCompletionBlock: block)
     }
 
-    public func onDisconnectRemoveValue() async throws { try await onDisconnectSetValue(nil) }
+    @discardableResult
+    public func onDisconnectRemoveValue() async throws -> DatabaseReference { try await onDisconnectSetValue(nil) }
 
     /// Cancels the onDisconnect operations at and below this location.
-    public func cancelDisconnectOperations() { cancelDisconnectOperations(withCompletionBlock: { _, _ in }) }
+    public func cancelDisconnectOperations() { cancelDisconnectOperations(completionBlock: { _, _ in }) }
 
+    /// ``cancelDisconnectOperations()``, then `block` with the server's answer.
     public func cancelDisconnectOperations(
-        @_inheritActorContext withCompletionBlock block:
+        @_inheritActorContext completionBlock block:
             @escaping @isolated(any) @Sendable ((any Error)?, DatabaseReference) -> Void
     ) {
         disconnect(reply(block)) { () throws(DatabaseError) in .onDisconnectCancel(path: self.path.wireString) }
     }
 
-    public func cancelDisconnectOperations() async throws {
-        try await awaitWrite { self.cancelDisconnectOperations(withCompletionBlock: $0) }
+    /// ``cancelDisconnectOperations(completionBlock:)`` under an earlier name.
+    @_disfavoredOverload
+    public func cancelDisconnectOperations(
+        @_inheritActorContext withCompletionBlock block:
+            @escaping @isolated(any) @Sendable ((any Error)?, DatabaseReference) -> Void
+    ) {
+        cancelDisconnectOperations(completionBlock: block)
+    }
+
+    @discardableResult
+    public func cancelDisconnectOperations() async throws -> DatabaseReference {
+        try await awaitWrite { self.cancelDisconnectOperations(completionBlock: $0) }
     }
 
     // MARK: Transactions
@@ -317,24 +366,57 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     }
 
     /// ``runTransactionBlock(_:andCompletionBlock:withLocalEvents:)`` that returns the committed data
-    /// (or throws; an aborted transaction throws ``DatabaseError/transactionAborted``).
+    /// (or throws; an aborted transaction throws ``DatabaseError/transactionAborted``). Use the form
+    /// returning `(committed, snapshot)` to learn of an abort without an error.
     @discardableResult
     public func runTransactionBlock(
         _ block: @escaping @Sendable (MutableData) -> TransactionResult, withLocalEvents localEvents: Bool = true
     ) async throws -> DataSnapshot {
+        let (committed, snapshot) = try await runTransactionBlock(block, withLocalEvents: localEvents)
+        guard committed else { throw DatabaseError.transactionAborted }
+        return snapshot
+    }
+
+    /// ``runTransactionBlock(_:andCompletionBlock:withLocalEvents:)`` that returns whether the
+    /// transaction committed and the data it ended with, as Firebase's does: an aborted transaction
+    /// returns `committed` false, it does not throw. (Disfavoured: an unannotated result is the
+    /// committed ``DataSnapshot``; destructuring picks this form.)
+    ///
+    /// ```swift
+    /// let (committed, snapshot) = try await likes.runTransactionBlock { data in
+    ///     data.value = (data.value as? Int ?? 0) + 1
+    ///     return .success(withValue: data)
+    /// }
+    /// ```
+    @_disfavoredOverload
+    @discardableResult
+    public func runTransactionBlock(
+        _ block: @escaping @Sendable (MutableData) -> TransactionResult, withLocalEvents localEvents: Bool = true
+    ) async throws -> (Bool, DataSnapshot) {
         try await withCheckedThrowingContinuation { continuation in
             runTransactionBlock(
                 block,
                 andCompletionBlock: { error, committed, snapshot in
                     if let error {
                         continuation.resume(throwing: error)
-                    } else if committed, let snapshot {
-                        continuation.resume(returning: snapshot)
                     } else {
-                        continuation.resume(throwing: DatabaseError.transactionAborted)
+                        continuation.resume(returning: (committed, snapshot ?? DataSnapshot(ref: self, node: .empty)))
                     }
                 }, withLocalEvents: localEvents)
         }
+    }
+
+    // MARK: Connection
+
+    /// Disconnects every database ``Database/database(url:)`` made and keeps them offline until
+    /// ``goOnline()`` (Firebase's class method; ``Database/goOffline()`` does it for one).
+    public static func goOffline() {
+        for database in Database.everyInstance { database.goOffline() }
+    }
+
+    /// Reconnects every database ``Database/database(url:)`` made, after ``goOffline()``.
+    public static func goOnline() {
+        for database in Database.everyInstance { database.goOnline() }
     }
 
     // MARK: Support
@@ -425,10 +507,10 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
 
     private func awaitWrite(
         _ start: (@escaping @isolated(any) @Sendable ((any Error)?, DatabaseReference) -> Void) -> Void
-    ) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            start { error, _ in
-                if let error { continuation.resume(throwing: error) } else { continuation.resume() }
+    ) async throws -> DatabaseReference {
+        try await withCheckedThrowingContinuation { continuation in
+            start { error, ref in
+                if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: ref) }
             }
         }
     }

@@ -32,6 +32,8 @@ struct MainActorCallbackTests {
             #expect(await eventually { await model.authStates == [.signedOut] })
             #expect(await eventually { await model.firstAuthor == "ada" })
             #expect(await eventually { await model.firstComment == "c1" })
+            #expect(await eventually { await model.lowestVoted?.key == "c2" })
+            #expect(await model.lowestVoted?.previous == nil)
             #expect(await eventually { await model.fetchedTitle == "Hello" })
             #expect(await eventually { await model.errors.count == 2 })
             let errors = await model.errors

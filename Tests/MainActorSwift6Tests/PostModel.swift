@@ -23,6 +23,7 @@ final class PostModel {
     var authStates: [AuthState] = []
     var firstAuthor: String?
     var firstComment: String?
+    var lowestVoted: (key: String, previous: String?)?
     var fetchedTitle: String?
     var errors: [String] = []
     var completions: [String] = []
@@ -123,6 +124,16 @@ final class PostModel {
         commentsRef.queryOrderedByKey().queryLimited(toFirst: 1).observeSingleEvent(of: .childAdded) { snapshot in
             self.checkMainQueue()
             self.firstComment = snapshot.key
+        }
+        commentsRef.queryOrdered(byChild: "votes").observeSingleEvent(
+            of: .childAdded,
+            andPreviousSiblingKeyWith: {
+                snapshot, previousKey in
+                self.checkMainQueue()
+                self.lowestVoted = (snapshot.key, previousKey)
+            }
+        ) { error in
+            self.errors.append(error.localizedDescription)
         }
         postRef.child("title").getData(completion: { error, snapshot in
             self.checkMainQueue()
@@ -239,8 +250,8 @@ final class PostModel {
     /// The `async` forms, awaited on the main actor.
     func publish(title: String) async throws -> String? {
         try await postRef.child("title").setValue(title)
-        try await postRef.updateChildValues(["published": true])
-        let snapshot = try await postRef.getData()
+        let ref: DatabaseReference = try await postRef.updateChildValues(["published": true])
+        let snapshot = await ref.observeSingleEvent(of: .value)
         return (snapshot.value as? [String: Any])?["title"] as? String
     }
 }
