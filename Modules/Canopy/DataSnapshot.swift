@@ -50,9 +50,16 @@ public final class DataSnapshot: Sendable {
         DataSnapshot(ref: ref.child(path), node: node.child(at: Path(path)))
     }
 
-    /// The children, in the query's order (priority order for plain locations).
-    public var children: [DataSnapshot] {
-        node.children(in: index).map { named in DataSnapshot(ref: ref.child(named.name.string), node: named.node) }
+    /// The children, in the query's order (priority order for plain locations), as Firebase's
+    /// `NSEnumerator` of `DataSnapshot`s.
+    ///
+    /// ```swift
+    /// for case let child as DataSnapshot in snapshot.children { print(child.key) }
+    /// let children = snapshot.children.allObjects as? [DataSnapshot] ?? []
+    /// ```
+    public var children: NSEnumerator {
+        ChildEnumerator(
+            node.children(in: index).map { named in DataSnapshot(ref: ref.child(named.name.string), node: named.node) })
     }
 
     /// The priority: a `String`, a number (`NSNumber`), or `nil`.
@@ -61,13 +68,20 @@ public final class DataSnapshot: Sendable {
     /// The data with priorities included (`.priority`, and `.value` for leaves that have one).
     public func valueInExportFormat() -> Any? { AppValue.value(node.json(exportFormat: true)) }
 
-    /// The data decoded as `type` (through its JSON form).
+    /// The data decoded as `type` (Firebase's `data(as:decoder:)`); see ``Database/Decoder`` for
+    /// the strategies. No data decodes as `nil` for an optional `type`, and throws
+    /// `DecodingError.valueNotFound` otherwise.
     ///
     /// ```swift
     /// struct User: Codable { var name: String; var score: Int }
     /// let ada = try snapshot.data(as: User.self)
     /// ```
-    public func data<T: Decodable>(as type: T.Type, decoder: JSONDecoder = JSONDecoder()) throws -> T {
+    public func data<T: Decodable>(as type: T.Type, decoder: Database.Decoder = Database.Decoder()) throws -> T {
+        try decoder.decode(type, fromJSON: node.json())
+    }
+
+    /// The data decoded as `type` by a `JSONDecoder` (through its JSON form).
+    public func data<T: Decodable>(as type: T.Type, decoder: JSONDecoder) throws -> T {
         try decoder.decode(type, from: Data(node.json().serialized().utf8))
     }
 }

@@ -116,13 +116,33 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         try await awaitWrite { self.setValue(value, andPriority: priority, withCompletionBlock: $0) }
     }
 
-    /// Writes an `Encodable` value (through its JSON form).
-    public func setValue<T: Encodable>(from value: T, encoder: JSONEncoder = JSONEncoder()) throws {
+    /// Writes an `Encodable` value (Firebase's `setValue(from:encoder:completion:)`); see
+    /// ``Database/Encoder`` for the strategies. `completion` gets the server's answer. Throws
+    /// ``DatabaseError/invalidValue(_:reason:)`` when `value` does not encode, and writes nothing.
+    ///
+    /// ```swift
+    /// try ref.setValue(from: Post(title: "Hello")) { error in print(error ?? "saved") }
+    /// ```
+    public func setValue<T: Encodable>(
+        from value: T, encoder: Database.Encoder = Database.Encoder(),
+        @_inheritActorContext completion: (@isolated(any) @Sendable ((any Error)?) -> Void)? = nil
+    ) throws {
+        let json: JSONValue
+        do {
+            json = try encoder.json(value)
+        } catch {
+            throw DatabaseError.invalidValue(location, reason: "\(T.self) does not encode to JSON: \(error)")
+        }
+        write(json, completion: completion)
+    }
+
+    /// Writes an `Encodable` value encoded by a `JSONEncoder`.
+    public func setValue<T: Encodable>(from value: T, encoder: JSONEncoder) throws {
         try setValue(from: value, encoder: encoder, completion: nil)
     }
 
     public func setValue<T: Encodable>(
-        from value: T, encoder: JSONEncoder = JSONEncoder(),
+        from value: T, encoder: JSONEncoder,
         @_inheritActorContext completion: (@isolated(any) @Sendable ((any Error)?) -> Void)?
     ) throws {
         let json: JSONValue
@@ -131,6 +151,10 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         } catch {
             throw DatabaseError.invalidValue(location, reason: "\(T.self) does not encode to JSON: \(error)")
         }
+        write(json, completion: completion)
+    }
+
+    private func write(_ json: JSONValue, completion: (@isolated(any) @Sendable ((any Error)?) -> Void)?) {
         _ = write({ error, callbacks in if let completion { callbacks.deliver(completion, error) } }) {
             repo, status, done throws(DatabaseError) in
             repo.set(json, at: self.path, status: status, completion: done)

@@ -1,3 +1,4 @@
+public import Foundation
 import Synchronization
 import Tree
 
@@ -89,9 +90,13 @@ public final class MutableData: Sendable {
         }
     }
 
-    /// The children, in priority order.
-    public var children: [MutableData] {
-        node.children(in: .priority).map { MutableData(root: root, path: path.child($0.name)) }
+    /// The children, in priority order, as Firebase's `NSEnumerator` of `MutableData`s.
+    ///
+    /// ```swift
+    /// for case let child as MutableData in data.children { child.value = 0 }
+    /// ```
+    public var children: NSEnumerator {
+        ChildEnumerator(node.children(in: .priority).map { MutableData(root: root, path: path.child($0.name)) })
     }
 
     /// How many children the data has.

@@ -1,3 +1,4 @@
+public import Foundation
 import Tree
 
 /// Placeholders the server fills in when it applies a write (Firebase's `ServerValue`).
@@ -16,4 +17,11 @@ public enum ServerValue {
 
     /// Adds `delta` to the number stored at the location.
     public static func increment(_ delta: Int) -> [String: Any] { [".sv": ["increment": delta]] }
+
+    /// Adds `delta` to the number stored at the location (Firebase's form, for an `NSNumber`).
+    public static func increment(_ delta: NSNumber) -> [String: Any] {
+        let value = delta.doubleValue
+        if value.rounded() == value, abs(value) < 9_007_199_254_740_992 { return increment(Int(delta.int64Value)) }
+        return increment(value)
+    }
 }

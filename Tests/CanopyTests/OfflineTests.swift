@@ -100,7 +100,7 @@ struct OfflineTests {
                 let first = Self.persistentDatabase(server, folder: folder, network: NetworkSwitch(on: true))
                 let top4 = Recorder<String>()
                 first.reference(withPath: "scores").queryOrderedByValue().queryLimited(toLast: 4).observe(.value) {
-                    top4.record($0.children.map(\.key).joined())
+                    top4.record($0.children.compactMap { ($0 as? DataSnapshot)?.key }.joined())
                 }
                 #expect(await top4.wait { $0.last == "defg" }, "\(top4.all)")
                 first.shutDown()
