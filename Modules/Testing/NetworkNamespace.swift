@@ -80,6 +80,33 @@ public final class NetworkNamespace: Sendable {
         throw NetworkNamespaceError.noFreeSubnet
     }
 
+    /// Runs `body` on a new thread that joined this namespace, and returns what it returns. A thread
+    /// `body` starts is in the namespace too (a new thread inherits its creator's), while the rest
+    /// of the process stays where it was.
+    public func onThreadInside<Value: Sendable>(
+        _ body: @escaping @Sendable () throws -> Value
+    ) async throws -> Value {
+        let path = "/var/run/netns/\(name)"
+        return try await onOwnThread {
+            // Glibc's module leaves out `setns` (a _GNU_SOURCE declaration); the C library has it.
+            typealias SetNamespace = @convention(c) (Int32, Int32) -> Int32
+            guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "setns") else {
+                throw NetworkNamespaceError.join(path, reason: "the C library has no setns")
+            }
+            let setNamespace = unsafeBitCast(symbol, to: SetNamespace.self)
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                throw NetworkNamespaceError.join(path, reason: String(cString: strerror(errno)))
+            }
+            defer { close(descriptor) }
+            // CLONE_NEWNET
+            guard setNamespace(descriptor, 0x4000_0000) == 0 else {
+                throw NetworkNamespaceError.join(path, reason: String(cString: strerror(errno)))
+            }
+            return try body()
+        }
+    }
+
     /// Takes the link down: nothing crosses it until ``heal()``.
     public func cut() async throws {
         try await Self.require("link", "set", hostInterface, "down")
@@ -115,11 +142,14 @@ public final class NetworkNamespace: Sendable {
 public enum NetworkNamespaceError: Error, CustomStringConvertible {
     case noFreeSubnet
     case command([String], output: String)
+    /// A thread could not join the namespace at `path`.
+    case join(String, reason: String)
 
     public var description: String {
         switch self {
         case .noFreeSubnet: "no free subnet in 10.201.0.0/16 for a network namespace"
         case .command(let command, let output): "\(command.joined(separator: " ")) failed: \(output)"
+        case .join(let path, let reason): "could not join the network namespace \(path): \(reason)"
         }
     }
 }
