@@ -37,6 +37,8 @@ public final class Database: Sendable {
         var repo: Repo?
         var emulator: (host: String, port: Int)?
         var serverUpdatesBetweenCacheChecks = 1_000
+        var networkPathMonitor: (any NetworkPathMonitor)? = Database.systemNetworkPathMonitor
+        var reconnectBackoff = ReconnectBackoff()
     }
 
     private static let instances = Mutex<[String: Database]>([:])
@@ -78,6 +80,17 @@ public final class Database: Sendable {
             endpoint = .failure(.invalidPath(url, reason: "not a database URL: \(error)"))
         }
         settings = Mutex(Settings(callbacks: CallbackExecutor(queue: Self.defaultCallbackQueue)))
+    }
+
+    /// Network framework's path on Apple platforms, the kernel's netlink route socket on Linux.
+    private static var systemNetworkPathMonitor: (any NetworkPathMonitor)? {
+        #if canImport(Network)
+        return NWNetworkPathMonitor()
+        #elseif os(Linux)
+        return NetlinkNetworkPathMonitor.shared
+        #else
+        return nil
+        #endif
     }
 
     private static var defaultCallbackQueue: DispatchQueue {
@@ -180,6 +193,36 @@ public final class Database: Sendable {
         set { settings.withLock { $0.serverUpdatesBetweenCacheChecks = newValue } }
     }
 
+    /// Tells the SDK when the network path comes back, so it reconnects at once instead of waiting
+    /// out its backoff, and when it goes away, so it drops a connection to another host at once.
+    /// By default Network framework's `NWPathMonitor` on Apple platforms (`NWNetworkPathMonitor`)
+    /// and the kernel's netlink route socket on Linux (`NetlinkNetworkPathMonitor.shared`); `nil`
+    /// turns it off. Set it before the first
+    /// reference is made; a later change is ignored and logged.
+    ///
+    /// ```swift
+    /// database.networkPathMonitor = nil   // reconnect on the backoff alone
+    /// ```
+    public var networkPathMonitor: (any NetworkPathMonitor)? {
+        get { settings.withLock { $0.networkPathMonitor } }
+        set {
+            settings.withLock { settings in
+                guard settings.repo == nil else {
+                    logger.error("\(DatabaseError.tooLate("networkPathMonitor"))")
+                    return
+                }
+                settings.networkPathMonitor = newValue
+            }
+        }
+    }
+
+    /// The delays between reconnect attempts (tests make them long, so that only a network path
+    /// event explains a prompt reconnect). Set it before the first reference is made.
+    var reconnectBackoff: ReconnectBackoff {
+        get { settings.withLock { $0.reconnectBackoff } }
+        set { settings.withLock { $0.reconnectBackoff = newValue } }
+    }
+
     private func logErrors(_ body: () throws(DatabaseError) -> Void) {
         do { try body() } catch { logger.error("\(error)") }
     }
@@ -222,7 +265,8 @@ public final class Database: Sendable {
             let repo = Repo(
                 endpoint: endpoint, callbacks: settings.callbacks, connector: connector, logger: logger,
                 persistence: persistence, transactionBlocks: transactionBlocks,
-                followsHelloHost: settings.emulator == nil)
+                followsHelloHost: settings.emulator == nil, reconnectBackoff: settings.reconnectBackoff,
+                networkPathMonitor: settings.networkPathMonitor)
             settings.repo = repo
             if let persistence {
                 repo.restoreTransactions(persistence.restoredTransactions()) {

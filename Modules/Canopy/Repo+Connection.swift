@@ -9,16 +9,21 @@ import Tree
 extension Repo {
     /// Connects, serves the connection until it ends, and reconnects with the official clients'
     /// backoff (1 s growing ×1.3 to 30 s, jittered, reset after 30 s connected), until the task is
-    /// cancelled. While `goOffline()` holds, it waits.
+    /// cancelled. While `goOffline()` holds, it waits. When the network path comes back while it
+    /// waits, it tries at once with the backoff reset, as Firebase's SDK does.
     func runConnection() async {
-        var backoff = ReconnectBackoff()
+        var backoff = reconnectBackoff
         // Redirects followed at once since the last connection that opened: a loop of servers
         // sending the client to one another falls back to the backoff.
         var redirects = 0
         while !Task.isCancelled {
             await waitWhileInterrupted()
             if Task.isCancelled { return }
-            let (lastSession, target) = state.withLock { ($0.lastSessionID, $0.redirect ?? endpoint) }
+            let (lastSession, target, pathReturned) = state.withLock { state in
+                defer { state.networkPathReturned = false }
+                return (state.lastSessionID, state.redirect ?? endpoint, state.networkPathReturned)
+            }
+            if pathReturned { backoff.reset() }
             do {
                 let link = try await connector(target, lastSession)
                 let started = ContinuousClock.now
@@ -64,10 +69,15 @@ extension Repo {
     /// Redirects (`r` instead of a hello) followed without a backoff delay before one connection opens.
     static let maxRedirectsAtOnce = 5
 
-    /// Sleeps for `delay`, or until `goOnline()` cuts the wait short.
+    /// Sleeps for `delay`, or until `goOnline()` or the network path coming back cuts the wait
+    /// short (also when it came back during the attempt that just failed).
     private func pause(for delay: Duration) async {
         let wait = Task { try await Task.sleep(for: delay) }
-        state.withLock { $0.reconnectWait = wait }
+        let pathReturned = state.withLock { state in
+            state.reconnectWait = wait
+            return state.networkPathReturned
+        }
+        if pathReturned { wait.cancel() }
         _ = await wait.result
     }
 
@@ -116,8 +126,10 @@ extension Repo {
                 state.redirect = named
             }
             state.link = link
+            state.linkHost = target.host
             state.linkNumber += 1
             state.connected = true
+            state.networkPathReturned = false
             state.lastSessionID = link.hello.sessionID
             state.serverTimeOffset = Double(link.hello.timestamp) - (Date().timeIntervalSince1970 * 1000).rounded()
             var events = state.info.applyServerOverwrite(Node(.number(state.serverTimeOffset)), at: Self.offsetPath)
@@ -182,6 +194,7 @@ extension Repo {
     private func closed(_ link: any ServerLink) {
         let answers = state.withLock { state -> [@Sendable (String, JSONValue) -> Void] in
             state.link = nil
+            state.linkHost = nil
             guard state.connected else { return [] }
             state.connected = false
             var events = state.info.applyServerOverwrite(Node(.bool(false)), at: Self.connectedPath)

@@ -30,8 +30,12 @@ final class Repo: Sendable {
     let persistence: PersistenceManager?
     /// The transaction blocks the app registered by name.
     let transactionBlocks: TransactionRegistry
-    /// The connection loop, started on first use.
-    private let loop = Mutex<Task<Void, Never>?>(nil)
+    /// The delays between reconnect attempts.
+    let reconnectBackoff: ReconnectBackoff
+    /// Says when the network path comes back (reconnect at once) or goes away (drop at once).
+    let networkPathMonitor: (any NetworkPathMonitor)?
+    /// The connection loop and the network path watch, started on first use.
+    private let loop = Mutex<(connection: Task<Void, Never>, networkPath: Task<Void, Never>)?>(nil)
 
     /// A listener: what it listens to and whom to tell.
     struct Observer: Sendable {
@@ -114,6 +118,13 @@ final class Repo: Sendable {
         /// client; dropped when it cannot be reached, so the configured server is tried again.
         var redirect: RealtimeEndpoint?
         var reconnectAtOnce = false
+        /// The host of the current connection.
+        var linkHost: String?
+        /// The network path as the monitor last reported it (`nil` before its first report).
+        var networkPath: NetworkPathStatus?
+        /// The network path came back while disconnected: the next attempt goes at once and the
+        /// backoff starts over.
+        var networkPathReturned = false
         var serverTimeOffset: Double = 0
         var nextRequestNumber = 0
         var requests: [Int: @Sendable (String, JSONValue) -> Void] = [:]
@@ -132,9 +143,12 @@ final class Repo: Sendable {
     init(
         endpoint: RealtimeEndpoint, callbacks: CallbackExecutor, connector: @escaping Connector, logger: Logger,
         persistence: PersistenceManager? = nil, transactionBlocks: TransactionRegistry = TransactionRegistry(),
-        followsHelloHost: Bool = true
+        followsHelloHost: Bool = true, reconnectBackoff: ReconnectBackoff = ReconnectBackoff(),
+        networkPathMonitor: (any NetworkPathMonitor)? = nil
     ) {
         self.transactionBlocks = transactionBlocks
+        self.reconnectBackoff = reconnectBackoff
+        self.networkPathMonitor = networkPathMonitor
         self.endpoint = endpoint
         self.followsHelloHost = followsHelloHost
         self.logger = logger
@@ -186,19 +200,25 @@ final class Repo: Sendable {
     static let connectedPath: Path = ".info/connected"
     static let offsetPath: Path = ".info/serverTimeOffset"
 
-    /// Starts connecting (once).
+    /// Starts connecting and watching the network path (once).
     func start() {
         loop.withLock { loop in
             guard loop == nil else { return }
-            loop = Task { [self] in await runConnection() }
+            loop = (Task { [self] in await runConnection() }, Task { [self] in await watchNetworkPath() })
         }
     }
 
     /// Stops connecting for good (the database is released) and closes the device store once
     /// everything queued for it was written.
     func stop() {
-        loop.withLock { $0?.cancel() }
-        state.withLock { $0.link?.close() }
+        loop.withLock { loop in
+            loop?.connection.cancel()
+            loop?.networkPath.cancel()
+        }
+        state.withLock { state in
+            state.link?.close()
+            state.reconnectWait?.cancel()
+        }
         persistence?.close()
     }
 
