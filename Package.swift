@@ -10,7 +10,7 @@ let swiftSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "canopy",
-    platforms: [.macOS(.v15)],
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .visionOS(.v2), .macCatalyst(.v18)],
     products: [
         .library(name: "Tree", targets: ["Tree"]),
         .library(name: "Query", targets: ["Query"]),
