@@ -44,6 +44,8 @@ let package = Package(
                 .product(name: "Tree", package: "canopy"),
                 .product(name: "Persistence", package: "canopy"),
                 .product(name: "Canopy", package: "canopy"),
+                .product(name: "CanopyServer", package: "canopy"),
+                .product(name: "CanopyTesting", package: "canopy"),
             ],
             path: "CacheEviction",
             swiftSettings: swiftSettings,
