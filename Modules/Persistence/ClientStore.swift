@@ -100,6 +100,19 @@ public protocol ClientStore: Sendable {
     /// change (no scan).
     var size: ClientStoreSize { get }
 
+    /// The bytes of cached data at and below `paths`, as ``size`` counts them (a location below
+    /// two of them is counted once). Costs the rows it counts.
+    func cachedBytes(under paths: [Path]) throws(StoreError) -> Int
+
+    // MARK: Space on disk
+
+    /// The bytes the store's files take on disk now.
+    var bytesOnDisk: Int { get }
+
+    /// Gives the space that removals freed back to the file system, and empties the journal, so
+    /// that the files take about what the store holds. Costs the space freed since the last call.
+    func reclaimSpace() throws(StoreError)
+
     /// Closes the store now, even while a call on another thread still holds it (that call and
     /// later ones fail): another store may open the same file as soon as this returns.
     func close()

@@ -20,6 +20,10 @@ import Tree
 ///
 /// A second store on the same file, in this process or another, is refused with
 /// ``StoreError/inUse(file:)`` (a `flock` on `<path>.lock`).
+///
+/// The files take about what the store holds: the file is made with incremental auto-vacuum, so
+/// ``reclaimSpace()`` gives the pages freed by removals back to the file system, and the
+/// write-ahead log is checkpointed once it passes `journalLimitBytes` and cut back to it.
 public final class SQLiteClientStore: ClientStore {
     /// The database file.
     public let path: String
@@ -32,11 +36,13 @@ public final class SQLiteClientStore: ClientStore {
     let splitBytes: Int
 
     /// Opens the store at `path`, creating it and its folder if missing, and brings its format up to
-    /// date. Throws ``StoreError/inUse(file:)`` when another store has it open and
+    /// date (a file made without auto-vacuum is rebuilt once with it). The write-ahead log is
+    /// checkpointed whenever it passes `journalLimitBytes`, and cut back to that size. Throws
+    /// ``StoreError/inUse(file:)`` when another store has it open and
     /// ``StoreError/cannotOpen(file:reason:)`` for anything else (an unwritable folder, a file that
     /// is not a database).
-    public convenience init(path: String) throws(StoreError) {
-        try self.init(path: path, splitBytes: 16 * 1024)
+    public convenience init(path: String, journalLimitBytes: Int = 4 * 1024 * 1024) throws(StoreError) {
+        try self.init(path: path, splitBytes: 16 * 1024, journalLimitBytes: journalLimitBytes)
     }
 
     /// Closes the database and releases the file lock, so another store may open the file at once.
@@ -45,7 +51,7 @@ public final class SQLiteClientStore: ClientStore {
         lock.release()
     }
 
-    init(path: String, splitBytes: Int) throws(StoreError) {
+    init(path: String, splitBytes: Int, journalLimitBytes: Int = 4 * 1024 * 1024) throws(StoreError) {
         self.path = path
         self.splitBytes = splitBytes
         do {
@@ -66,8 +72,15 @@ public final class SQLiteClientStore: ClientStore {
             var configuration = Configuration()
             configuration.journalMode = .wal
             configuration.label = "Canopy.SQLiteClientStore"
+            // A checkpoint that empties the log waits for the reads still using it (they are short).
+            configuration.busyMode = .timeout(10)
+            configuration.prepareDatabase { db in
+                guard !db.configuration.readonly else { return }
+                try Self.limitSpace(db, journalLimitBytes: journalLimitBytes)
+            }
             database = try DatabasePool(path: path, configuration: configuration)
             try Self.migrator.migrate(database)
+            try Self.enableIncrementalVacuum(database)
             let counters = try database.read { db in
                 try Dictionary(
                     uniqueKeysWithValues: Row.fetchAll(db, sql: "SELECT name, value FROM counters").map {
