@@ -245,6 +245,28 @@ final class PersistenceManager: Sendable {
         }
     }
 
+    /// What the cache holds and what its files take, once everything queued so far is stored;
+    /// `nil` without a store. Does not block the caller.
+    func statistics() async -> CacheStatistics? {
+        await withCheckedContinuation { continuation in
+            queue.async { [self] in
+                guard let store = state.withLock({ $0.store }) else { return continuation.resume(returning: nil) }
+                do {
+                    let active = try store.trackedQueries().filter(\.isActive).map(\.path)
+                    let size = store.size
+                    continuation.resume(
+                        returning: CacheStatistics(
+                            cachedBytes: size.serverCache, pendingWriteBytes: size.pendingWrites,
+                            keptBytes: try store.cachedBytes(under: active), bytesOnDisk: store.bytesOnDisk,
+                            limitBytes: cachePolicy.maxBytes))
+                } catch {
+                    failed("reading the cache statistics", error)
+                    continuation.resume(returning: nil)
+                }
+            }
+        }
+    }
+
     // MARK: Tracked queries
 
     /// A listen started for `query`: it is tracked, active and used now.
