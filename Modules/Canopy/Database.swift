@@ -256,8 +256,8 @@ public final class Database: Sendable {
                     let policy = LRUCachePolicy(
                         maxBytes: Int(settings.cacheSizeBytes),
                         serverUpdatesBetweenChecks: settings.serverUpdatesBetweenCacheChecks)
-                    persistence = PersistenceManager(
-                        store: try SQLiteClientStore(path: file), cachePolicy: policy, logger: logger)
+                    let store = try SQLiteClientStore(path: file, journalLimitBytes: policy.maxBytes / 16)
+                    persistence = PersistenceManager(store: store, cachePolicy: policy, logger: logger)
                 } catch {
                     logger.error("persistence is off, data is kept in memory only: \(error)")
                 }

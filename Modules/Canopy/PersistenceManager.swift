@@ -20,6 +20,8 @@ final class PersistenceManager: Sendable {
         /// The next tracked query's id, once one was made in this run (read from the store then).
         var nextTrackedID: Int?
         var serverUpdatesSinceCheck = 0
+        /// What the cache and the pending writes grew by since the last size check.
+        var bytesSinceCheck = 0
     }
 
     private let state: Mutex<State>
@@ -34,6 +36,8 @@ final class PersistenceManager: Sendable {
         // Tracked queries stay in the store, looked up through its indexes as they are needed: a
         // start-up reads none of them. First on the queue: nothing listens yet in this run.
         enqueue("marking tracked queries inactive") { try $0.deactivateTrackedQueries() }
+        // A file an earlier run (or version) left over the size is brought under it now.
+        enqueue("checking the cache size") { [self] store in try checkSize(store) }
     }
 
     /// The store's folder-level default: the application-support folder on Apple platforms,
@@ -54,15 +58,18 @@ final class PersistenceManager: Sendable {
 
     // MARK: Store access
 
-    /// Runs `body` with the store, if there still is one, in order after what was queued before.
+    /// Runs `body` with the store, if there still is one, in order after what was queued before;
+    /// then checks the size if the store grew by enough since the last check.
     private func enqueue(_ operation: String, _ body: @escaping @Sendable (any ClientStore) throws -> Void) {
         queue.async { [self] in
             guard let store = state.withLock({ $0.store }) else { return }
+            let before = store.size.total
             do {
                 try body(store)
             } catch {
-                failed(operation, error)
+                return failed(operation, error)
             }
+            do { try grew(store, since: before) } catch { failed("checking the cache size", error) }
         }
     }
 
@@ -217,23 +224,62 @@ final class PersistenceManager: Sendable {
             state.serverUpdatesSinceCheck = 0
             return true
         }
-        if due { enqueue("evicting old queries") { [self] store in try evictIfOver(store) } }
+        if due { enqueue("checking the cache size") { [self] store in try checkSize(store) } }
     }
 
-    /// Evicts least recently used inactive queries until the store is under its size or nothing
-    /// is left to evict. Runs on the queue.
-    private func evictIfOver(_ store: any ClientStore) throws {
+    /// Counts what the store grew by since `before` (its total size then); once that adds up to
+    /// ``LRUCachePolicy/bytesBetweenChecks`` since the last check, checks the size now. Runs on the
+    /// queue.
+    private func grew(_ store: any ClientStore, since before: Int) throws {
+        let growth = store.size.total - before
+        guard growth > 0 else { return }
+        let due = state.withLock { state in
+            state.bytesSinceCheck += growth
+            return state.bytesSinceCheck >= cachePolicy.bytesBetweenChecks
+        }
+        if due { try checkSize(store) }
+    }
+
+    /// Evicts least recently used inactive queries while the store is over its size, or its files
+    /// over what the policy allows on disk, and something inactive is left; gives the space freed
+    /// back to the file system and empties the journal each time. Runs on the queue.
+    private func checkSize(_ store: any ClientStore) throws {
+        state.withLock { $0.bytesSinceCheck = 0 }
+        try store.reclaimSpace()
         while true {
             let queries = try store.trackedQueries()
-            guard cachePolicy.isOver(store.size, trackedQueries: queries.count) else { return }
+            let over = try whatIsOver(store, queries: queries)
+            guard over.counted || over.onDisk else { return }
             let plan = cachePolicy.plan(evictingFrom: queries)
             guard !plan.isEmpty else { return }
-            let before = store.size
+            let before = (size: store.size, onDisk: store.bytesOnDisk)
             try store.evict(plan)
+            try store.reclaimSpace()
             logger.debug(
                 "evicted \(plan.evicted.count) queries from the cache",
-                metadata: ["before": "\(before)", "after": "\(store.size)"])
+                metadata: [
+                    "before": "\(before.size), \(before.onDisk) on disk",
+                    "after": "\(store.size), \(store.bytesOnDisk) on disk",
+                ])
+            // Files that did not shrink (a read kept the journal from being emptied) are not a
+            // reason to evict everything.
+            if !over.counted, store.bytesOnDisk >= before.onDisk { return }
         }
+    }
+
+    /// Whether the store counts more than its size, and whether its files take more than the
+    /// policy allows on disk (rows that fill their pages badly take more than they count).
+    private func whatIsOver(
+        _ store: any ClientStore, queries: [TrackedQuery]
+    ) throws -> (counted: Bool, onDisk: Bool) {
+        let size = store.size
+        if cachePolicy.isOver(size, trackedQueries: queries.count) { return (true, false) }
+        let onDisk = store.bytesOnDisk
+        guard onDisk > cachePolicy.diskAllowance(pendingWriteBytes: size.pendingWrites, keptBytes: 0) else {
+            return (false, false)
+        }
+        let kept = try store.cachedBytes(under: queries.filter(\.isActive).map(\.path))
+        return (false, onDisk > cachePolicy.diskAllowance(pendingWriteBytes: size.pendingWrites, keptBytes: kept))
     }
 
     /// Checks the cache against its size now (as after every
@@ -241,7 +287,7 @@ final class PersistenceManager: Sendable {
     func evictNow() {
         queue.sync { [self] in
             guard let store = state.withLock({ $0.store }) else { return }
-            do { try evictIfOver(store) } catch { failed("evicting old queries", error) }
+            do { try checkSize(store) } catch { failed("checking the cache size", error) }
         }
     }
 
@@ -374,13 +420,15 @@ final class PersistenceManager: Sendable {
     func saveWrite(_ write: PersistedWrite, saved: @escaping @Sendable (Bool) -> Void) {
         queue.async { [self] in
             guard let store = state.withLock({ $0.store }) else { return saved(false) }
+            let before = store.size.total
             do {
                 try store.saveWrite(write)
-                saved(true)
             } catch {
                 failed("saving a write", error)
-                saved(false)
+                return saved(false)
             }
+            saved(true)
+            do { try grew(store, since: before) } catch { failed("checking the cache size", error) }
         }
     }
 

@@ -23,20 +23,34 @@ public struct LRUCachePolicy: Sendable, Equatable {
     public var maxInactiveQueries: Int
     /// How many server updates go by between two size checks.
     public var serverUpdatesBetweenChecks: Int
+    /// How many bytes the cache and the pending writes may grow by between two size checks, so
+    /// that a few large updates are checked as soon as many small ones.
+    public var bytesBetweenChecks: Int
 
+    /// `bytesBetweenChecks` is a thirty-second of `maxBytes` unless given.
     public init(
         maxBytes: Int, fractionEvictedPerRound: Double = 0.2, maxInactiveQueries: Int = 1_000,
-        serverUpdatesBetweenChecks: Int = 1_000
+        serverUpdatesBetweenChecks: Int = 1_000, bytesBetweenChecks: Int? = nil
     ) {
         self.maxBytes = maxBytes
         self.fractionEvictedPerRound = fractionEvictedPerRound
         self.maxInactiveQueries = maxInactiveQueries
         self.serverUpdatesBetweenChecks = serverUpdatesBetweenChecks
+        self.bytesBetweenChecks = bytesBetweenChecks ?? max(1, maxBytes / 32)
     }
 
     /// Whether a store of `size` tracking `trackedQueries` queries should evict some.
     public func isOver(_ size: ClientStoreSize, trackedQueries: Int) -> Bool {
         size.total > maxBytes || trackedQueries > maxInactiveQueries
+    }
+
+    /// What the store's files may take after a check: a quarter more than ``maxBytes``, plus what
+    /// is never evicted. Rows that fill their pages badly take more on disk than they count, and
+    /// past this a check evicts more. Between checks the files grow by about
+    /// ``bytesBetweenChecks`` and the journal (a sixteenth of ``maxBytes`` in the SDK), so they stay
+    /// within 1.5 times ``maxBytes`` plus the pending writes and the kept data.
+    public func diskAllowance(pendingWriteBytes: Int, keptBytes: Int) -> Int {
+        maxBytes + maxBytes / 4 + pendingWriteBytes + keptBytes
     }
 
     /// One round of eviction from `queries` (every tracked query, active or not).
