@@ -256,7 +256,7 @@ public final class Database: Sendable {
                     let policy = LRUCachePolicy(
                         maxBytes: Int(settings.cacheSizeBytes),
                         serverUpdatesBetweenChecks: settings.serverUpdatesBetweenCacheChecks)
-                    let store = try SQLiteClientStore(path: file, journalLimitBytes: policy.maxBytes / 16)
+                    let store = try SQLiteClientStore(path: file, journalLimitBytes: policy.journalLimitBytes)
                     persistence = PersistenceManager(store: store, cachePolicy: policy, logger: logger)
                 } catch {
                     logger.error("persistence is off, data is kept in memory only: \(error)")

@@ -241,20 +241,27 @@ final class PersistenceManager: Sendable {
     }
 
     /// Evicts least recently used inactive queries while the store is over its size, or its files
-    /// over what the policy allows on disk, and something inactive is left; gives the space freed
-    /// back to the file system and empties the journal each time. Runs on the queue.
+    /// over what the policy allows on disk, and something inactive is left. Pages that eviction
+    /// frees are reused by the data that comes next; they go back to the file system, with the
+    /// journal emptied, when the files are over, before anything is evicted for that. Runs on the
+    /// queue.
     private func checkSize(_ store: any ClientStore) throws {
         state.withLock { $0.bytesSinceCheck = 0 }
-        try store.reclaimSpace()
+        var reclaimed = false
         while true {
             let queries = try store.trackedQueries()
             let over = try whatIsOver(store, queries: queries)
+            if over.onDisk, !reclaimed {
+                try store.reclaimSpace()
+                reclaimed = true
+                continue
+            }
             guard over.counted || over.onDisk else { return }
             let plan = cachePolicy.plan(evictingFrom: queries)
             guard !plan.isEmpty else { return }
             let before = (size: store.size, onDisk: store.bytesOnDisk)
             try store.evict(plan)
-            try store.reclaimSpace()
+            if over.onDisk { try store.reclaimSpace() }
             logger.debug(
                 "evicted \(plan.evicted.count) queries from the cache",
                 metadata: [
@@ -263,7 +270,7 @@ final class PersistenceManager: Sendable {
                 ])
             // Files that did not shrink (a read kept the journal from being emptied) are not a
             // reason to evict everything.
-            if !over.counted, store.bytesOnDisk >= before.onDisk { return }
+            if over.onDisk, store.bytesOnDisk >= before.onDisk { return }
         }
     }
 

@@ -44,13 +44,18 @@ public struct LRUCachePolicy: Sendable, Equatable {
         size.total > maxBytes || trackedQueries > maxInactiveQueries
     }
 
-    /// What the store's files may take after a check: a quarter more than ``maxBytes``, plus what
-    /// is never evicted. Rows that fill their pages badly take more on disk than they count, and
-    /// past this a check evicts more. Between checks the files grow by about
-    /// ``bytesBetweenChecks`` and the journal (a sixteenth of ``maxBytes`` in the SDK), so they stay
-    /// within 1.5 times ``maxBytes`` plus the pending writes and the kept data.
+    /// The size of journal a store under this policy keeps: a sixteenth of ``maxBytes``
+    /// (checkpointed when it holds that much, and cut back to it).
+    public var journalLimitBytes: Int { max(64 * 1024, maxBytes / 16) }
+
+    /// What the store's files may take at a check: a quarter more than ``maxBytes`` and the
+    /// journal, plus what is never evicted. Rows that fill their pages badly take more on disk
+    /// than they count, and past this a check gives free pages back, then evicts more. Between
+    /// checks the files grow by about ``bytesBetweenChecks`` (twice that on disk at worst) and the
+    /// journal by one more transaction, so they stay within 1.5 times ``maxBytes`` plus the
+    /// pending writes and the kept data.
     public func diskAllowance(pendingWriteBytes: Int, keptBytes: Int) -> Int {
-        maxBytes + maxBytes / 4 + pendingWriteBytes + keptBytes
+        maxBytes + maxBytes / 4 + journalLimitBytes + pendingWriteBytes + keptBytes
     }
 
     /// One round of eviction from `queries` (every tracked query, active or not).
