@@ -21,8 +21,11 @@ public enum DatabaseError: Error, Sendable, Equatable, CustomStringConvertible, 
     /// The server refused a request: `status` is its code (`permission_denied`, `invalid_data`,
     /// `storage_error`, …), `message` its explanation.
     case server(status: String, message: String)
-    /// `getData()` found no connection within 3 s and nothing cached for the location.
+    /// `getData()` found no connection to the server (with ``DataSource/default``: and the device
+    /// does not hold all the data at the location).
     case offline(String)
+    /// `getData(source: .cache)`: the device does not hold all the data at the location.
+    case notCached(String)
     /// A transaction's update block aborted it.
     case transactionAborted
     /// A transaction was retried 25 times against changing data and gave up.
@@ -44,7 +47,7 @@ public enum DatabaseError: Error, Sendable, Equatable, CustomStringConvertible, 
         switch self {
         case .invalidPath, .invalidValue, .invalidQuery, .invalidSetting: "invalid_argument"
         case .server(let status, _): status
-        case .offline: "unavailable"
+        case .offline, .notCached: "unavailable"
         case .transactionAborted: "aborted"
         case .transactionNotRegistered: "invalid_argument"
         case .transactionMaxRetries: "maxretry"
@@ -60,7 +63,8 @@ public enum DatabaseError: Error, Sendable, Equatable, CustomStringConvertible, 
         case .invalidValue(let path, let reason): "invalid value at \"\(path)\": \(reason)"
         case .invalidQuery(let reason): "invalid query: \(reason)"
         case .server(let status, let message): "the server refused the request (\(status)): \(message)"
-        case .offline(let path): "no connection to the server and no cached data at \"\(path)\""
+        case .offline(let path): "no connection to the server to read \"\(path)\""
+        case .notCached(let path): "the device does not hold all the data at \"\(path)\""
         case .transactionAborted: "the transaction was aborted by its update block"
         case .transactionNotRegistered(let name):
             "no transaction block is registered as \"\(name)\" (register it with registerTransaction(named:_:))"

@@ -254,21 +254,39 @@ public class DatabaseQuery: @unchecked Sendable {
 
     // MARK: One-shot reads
 
-    /// The data from the server when connected (or connected within 3 s), else what the client
-    /// holds; throws ``DatabaseError/offline(_:)`` when it holds nothing.
-    public func getData() async throws -> DataSnapshot {
+    /// The data from the server when connected; offline, what the device holds for the query (in
+    /// memory, or on disk from an earlier run) if it holds all of it, else
+    /// ``DatabaseError/offline(_:)``. Same as ``getData(source:)`` with ``DataSource/default``.
+    public func getData() async throws -> DataSnapshot { try await getData(source: .default) }
+
+    /// The data from `source`: the server, the device, or the server with the device as fallback
+    /// when offline (see ``DataSource``). A connection attempt under way is waited for (up to 3 s);
+    /// known to be offline, it answers at once.
+    ///
+    /// ```swift
+    /// let snapshot = try await ref.getData(source: .cache)   // never touches the network
+    /// ```
+    public func getData(source: DataSource) async throws -> DataSnapshot {
         if let problem { throw problem }
         guard let repo = database.repo else { throw usableError }
-        return try await repo.get(self)
+        return try await repo.get(self, source: source)
     }
 
     /// ``getData()`` with a completion block.
     public func getData(
         @_inheritActorContext completion: @escaping @isolated(any) @Sendable ((any Error)?, DataSnapshot?) -> Void
     ) {
+        getData(source: .default, completion: completion)
+    }
+
+    /// ``getData(source:)`` with a completion block.
+    public func getData(
+        source: DataSource,
+        @_inheritActorContext completion: @escaping @isolated(any) @Sendable ((any Error)?, DataSnapshot?) -> Void
+    ) {
         Task {
             do {
-                let snapshot = try await getData()
+                let snapshot = try await getData(source: source)
                 database.callbacks.deliver(completion, nil, snapshot)
             } catch {
                 database.callbacks.deliver(completion, error, nil)

@@ -49,7 +49,12 @@ extension Repo {
             } catch {
                 logger.debug("could not connect", metadata: ["endpoint": "\(target)", "error": "\(error)"])
                 // A host the server redirected to that cannot be reached is not tried again.
-                state.withLock { $0.redirect = nil }
+                let waiters = state.withLock { state in
+                    state.redirect = nil
+                    state.lastAttemptFailed = true
+                    return takeConnectionWaiters(in: &state)
+                }
+                for waiter in waiters { waiter.resume() }
             }
             if Task.isCancelled { return }
             if state.withLock({ $0.interrupted }) { continue }
@@ -96,10 +101,12 @@ extension Repo {
 
     /// `goOffline()`: closes the connection and stops reconnecting.
     func interrupt() {
-        state.withLock { state in
+        let waiters = state.withLock { state in
             state.interrupted = true
             state.link?.close()
+            return takeConnectionWaiters(in: &state)
         }
+        for waiter in waiters { waiter.resume() }
     }
 
     /// `goOnline()`: reconnects at once.
@@ -107,6 +114,7 @@ extension Repo {
         start()
         state.withLock { state in
             state.interrupted = false
+            if !state.connected { state.lastAttemptFailed = false }
             state.reconnectWait?.cancel()
         }
     }
@@ -130,6 +138,7 @@ extension Repo {
             state.linkNumber += 1
             state.connected = true
             state.networkPathReturned = false
+            state.lastAttemptFailed = false
             state.lastSessionID = link.hello.sessionID
             state.serverTimeOffset = Double(link.hello.timestamp) - (Date().timeIntervalSince1970 * 1000).rounded()
             var events = state.info.applyServerOverwrite(Node(.number(state.serverTimeOffset)), at: Self.offsetPath)
@@ -145,8 +154,7 @@ extension Repo {
             let queued = state.queued
             state.queued = []
             for request in queued { sendOrQueue(request, in: &state) }
-            defer { state.connectionWaiters = [:] }
-            return Array(state.connectionWaiters.values)
+            return takeConnectionWaiters(in: &state)
         }
         guard let waiters else { return false }
         for waiter in waiters { waiter.resume() }
@@ -192,10 +200,13 @@ extension Repo {
     /// The connection ended: `.info/connected` turns false (once), this client's own onDisconnect
     /// writes are applied locally as the server will apply them, and requests in flight are told.
     private func closed(_ link: any ServerLink) {
-        let answers = state.withLock { state -> [@Sendable (String, JSONValue) -> Void] in
+        let (answers, waiters) = state.withLock {
+            state -> ([@Sendable (String, JSONValue) -> Void], [CheckedContinuation<Void, Never>]) in
             state.link = nil
             state.linkHost = nil
-            guard state.connected else { return [] }
+            state.lastAttemptFailed = true
+            let waiters = takeConnectionWaiters(in: &state)
+            guard state.connected else { return ([], waiters) }
             state.connected = false
             var events = state.info.applyServerOverwrite(Node(.bool(false)), at: Self.connectedPath)
             let now = serverTime(state)
@@ -225,8 +236,9 @@ extension Repo {
             state.localDisconnects = []
             dispatch(events, in: &state)
             defer { state.requests = [:] }
-            return Array(state.requests.values)
+            return (Array(state.requests.values), waiters)
         }
+        for waiter in waiters { waiter.resume() }
         for answer in answers { answer("disconnected", .null) }
         logger.debug("disconnected")
     }
@@ -334,12 +346,35 @@ extension Repo {
 
     // MARK: Waiting for a connection
 
-    /// Returns once connected or after `timeout`, whichever comes first.
-    func waitForConnection(timeout: Duration) async {
+    /// Whether the client is connected, known to be offline, or still finding out.
+    enum Reachability {
+        case connected
+        /// `goOffline()` holds, the last connection attempt failed or the connection was lost.
+        case offline
+        /// The first attempt of a run (or the one `goOnline()` started) has not ended yet.
+        case connecting
+    }
+
+    func reachability(_ state: State) -> Reachability {
+        if state.interrupted { return .offline }
+        if state.connected { return .connected }
+        return state.lastAttemptFailed ? .offline : .connecting
+    }
+
+    /// The waiters of ``waitUntilReachabilityKnown(timeout:)``, to be resumed: the connection opened,
+    /// an attempt failed, the connection was lost or `goOffline()` was called.
+    func takeConnectionWaiters(in state: inout State) -> [CheckedContinuation<Void, Never>] {
+        defer { state.connectionWaiters = [:] }
+        return Array(state.connectionWaiters.values)
+    }
+
+    /// Returns once connected or known to be offline (see ``Reachability``), or after `timeout`,
+    /// whichever comes first.
+    func waitUntilReachabilityKnown(timeout: Duration) async {
         let id = UUID()
         await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
             let ready = state.withLock { state in
-                if state.connected { return true }
+                if reachability(state) != .connecting { return true }
                 state.connectionWaiters[id] = waiter
                 return false
             }

@@ -247,36 +247,4 @@ extension Repo {
             break
         }
     }
-
-    // MARK: Reads
-
-    /// `getData()`: the server's answer when connected (or connected within 3 s), else what the
-    /// client holds for the query, else ``DatabaseError/offline(_:)``.
-    func get(_ query: DatabaseQuery) async throws(DatabaseError) -> DataSnapshot {
-        let spec = query.spec
-        if spec.path.front == .info {
-            let info = state.withLock { infoNode($0) }
-            return DataSnapshot(ref: query.ref, node: info.child(at: spec.path.popFront()), index: spec.params.index)
-        }
-        start()
-        if !state.withLock({ $0.connected }) { await waitForConnection(timeout: .seconds(3)) }
-        let answer: (status: String, data: JSONValue)? = await withCheckedContinuation { continuation in
-            let sent = state.withLock { state in
-                send(.get(path: spec.path.wireString, query: spec.params.wireObject), in: &state) { status, data in
-                    continuation.resume(returning: (status, data))
-                }
-            }
-            if !sent { continuation.resume(returning: nil) }
-        }
-        if let answer, answer.status == "ok", let node = try? Node(json: answer.data) {
-            return DataSnapshot(ref: query.ref, node: node, index: spec.params.index)
-        }
-        if let answer, answer.status != "ok", answer.status != "disconnected" {
-            throw .server(status: answer.status, message: answer.data.stringValue ?? answer.status)
-        }
-        guard let cached = state.withLock({ $0.tree.cachedValue(for: spec) }) else {
-            throw .offline("/" + spec.path.wireString)
-        }
-        return DataSnapshot(ref: query.ref, node: cached, index: spec.params.index)
-    }
 }

@@ -113,6 +113,9 @@ final class Repo: Sendable {
         var auth = AuthSession()
         var connected = false
         var interrupted = false
+        /// The last connection attempt failed, or the connection was lost: offline until one opens
+        /// (`goOnline()` clears it, as its attempt starts at once).
+        var lastAttemptFailed = false
         var lastSessionID: String?
         /// Where the server's last `r` (reset) message, or the host its hello named, sent this
         /// client; dropped when it cannot be reached, so the configured server is tried again.

@@ -321,8 +321,10 @@ public struct SyncTree: Sendable {
     }
 
     /// The complete data for `query` from cache and pending writes, if known (what `getData` can
-    /// answer without the server).
-    public func cachedValue(for query: QuerySpec) -> Node? {
+    /// answer without the server). With `includingPersisted`, data kept from earlier runs
+    /// (``persistedCache``) answers when no view in memory holds the query's data completely, if
+    /// it is complete there.
+    public func cachedValue(for query: QuerySpec, includingPersisted: Bool = false) -> Node? {
         let path = query.path
         var serverCache: Node?
         syncPoints.forEachAbove(path) { pathToSyncPoint, syncPoint in
@@ -331,9 +333,12 @@ public struct SyncTree: Sendable {
         }
         let syncPoint = syncPoints[at: path] ?? SyncPoint()
         serverCache = serverCache ?? syncPoint.completeServerCache(at: .root)
+        let writes = WriteTreeRef(path: path, tree: pendingWrites)
         let view = syncPoint.view(
-            for: query, writes: WriteTreeRef(path: path, tree: pendingWrites), serverCache: serverCache ?? .empty,
-            serverCacheComplete: serverCache != nil)
-        return view.completeEventNode
+            for: query, writes: writes, serverCache: serverCache ?? .empty, serverCacheComplete: serverCache != nil)
+        if let node = view.completeEventNode { return node }
+        guard includingPersisted, let persisted = persistedCache?(query), persisted.complete else { return nil }
+        return SyncPoint().view(for: query, writes: writes, serverCache: persisted.node, serverCacheComplete: true)
+            .completeEventNode
     }
 }

@@ -1,0 +1,59 @@
+import Query
+import SyncEngine
+import Synchronization
+import Transport
+import Tree
+
+extension Repo {
+    /// How long `getData` waits for the first connection attempt of a run to end.
+    static let getConnectTimeout: Duration = .seconds(3)
+
+    /// `getData(source:)`. `.default` and `.server` ask the server when connected, after waiting
+    /// (up to 3 s) for a connection attempt under way to end; when offline `.default` answers from
+    /// what the device holds completely at once, `.server` throws. `.cache` never asks the server.
+    func get(_ query: DatabaseQuery, source: DataSource) async throws(DatabaseError) -> DataSnapshot {
+        let spec = query.spec
+        let location = "/" + spec.path.wireString
+        if spec.path.front == .info {
+            let info = state.withLock { infoNode($0) }
+            return DataSnapshot(ref: query.ref, node: info.child(at: spec.path.popFront()), index: spec.params.index)
+        }
+        if source == .cache {
+            guard let cached = cachedSnapshot(query) else { throw .notCached(location) }
+            return cached
+        }
+        start()
+        if state.withLock({ reachability($0) }) == .connecting {
+            await waitUntilReachabilityKnown(timeout: Self.getConnectTimeout)
+        }
+        let answer: (status: String, data: JSONValue)? = await withCheckedContinuation { continuation in
+            let sent = state.withLock { state in
+                send(.get(path: spec.path.wireString, query: spec.params.wireObject), in: &state) { status, data in
+                    continuation.resume(returning: (status, data))
+                }
+            }
+            if !sent { continuation.resume(returning: nil) }
+        }
+        if let answer, answer.status == "ok", let node = try? Node(json: answer.data) {
+            return DataSnapshot(ref: query.ref, node: node, index: spec.params.index)
+        }
+        if let answer, answer.status != "ok", answer.status != "disconnected" {
+            throw .server(status: answer.status, message: answer.data.stringValue ?? answer.status)
+        }
+        // Offline, or the connection was lost before the answer.
+        if source == .default, let cached = cachedSnapshot(query) { return cached }
+        throw .offline(location)
+    }
+
+    /// The query's data as the device holds it (in memory, else on disk from an earlier run), with
+    /// the pending writes applied, when it holds all of it.
+    func cachedSnapshot(_ query: DatabaseQuery) -> DataSnapshot? {
+        // What is still queued for the disk is part of what the device holds.
+        persistence?.flush()
+        let spec = query.spec
+        return state.withLock { state in
+            guard let node = state.tree.cachedValue(for: spec, includingPersisted: true) else { return nil }
+            return DataSnapshot(ref: query.ref, node: node, index: spec.params.index)
+        }
+    }
+}
