@@ -1,7 +1,9 @@
 import CanopyServer
 import CanopyTesting
 import Foundation
+import Persistence
 import Testing
+import Tree
 
 @testable import Canopy
 
@@ -9,6 +11,15 @@ import Testing
 /// (in memory, or on disk from an earlier run), and refuses what it holds only in part.
 @Suite(.timeLimit(.minutes(2)))
 struct OfflineReadTests {
+    /// Waits until `database`'s store records a listen at `path` as complete: the server's `ok`
+    /// comes after its data, so a listener can have the data first.
+    static func waitUntilKeptComplete(_ database: Database, _ path: Path) async -> Bool {
+        await eventually {
+            guard let store = database.repo?.persistence?.store else { return false }
+            return try store.trackedQueries(atOrAbove: path).contains { $0.path == path && $0.isComplete }
+        }
+    }
+
     /// A first run listens to `rooms`, then the server goes down and a new run (a new `Database`
     /// on the same file) reads.
     static func withRoomsCachedAndTheServerDown(_ body: (Database, TestServer) async throws -> Void) async throws {
@@ -24,6 +35,7 @@ struct OfflineReadTests {
                 let seen = Recorder<UInt>()
                 first.reference(withPath: "rooms").observe(.value) { seen.record($0.childrenCount) }
                 #expect(await seen.wait { $0.last == 2 })
+                #expect(await waitUntilKeptComplete(first, "rooms"))
                 first.shutDown()
                 await server.stop()
 
@@ -90,6 +102,7 @@ struct OfflineReadTests {
                     seen.record($0.childSnapshot(forPath: "topic").value as? String ?? "-")
                 }
                 #expect(await seen.wait { $0.last == "gardens" })
+                #expect(await Self.waitUntilKeptComplete(first, "rooms/a"))
                 first.shutDown()
                 await server.stop()
 
@@ -125,6 +138,7 @@ struct OfflineReadTests {
                     top.record($0.children.compactMap { ($0 as? DataSnapshot)?.key }.joined())
                 }
                 #expect(await top.wait { $0.last == "cd" })
+                #expect(await Self.waitUntilKeptComplete(first, "scores"))
                 first.shutDown()
                 await server.stop()
 
@@ -155,6 +169,7 @@ struct OfflineReadTests {
                     seen.record($0.childSnapshot(forPath: "topic").value as? String ?? "-")
                 }
                 #expect(await seen.wait { $0.last == "gardens" })
+                #expect(await Self.waitUntilKeptComplete(first, "rooms/a"))
                 first.shutDown()
                 try await writer.reference(withPath: "rooms/a/topic").setValue("ponds")
                 try await writer.reference(withPath: "lobby").setValue("open")
