@@ -16,11 +16,21 @@ public final class DataSnapshot: Sendable {
     let node: Node
     /// The query's ordering, for ``children``.
     let index: Index
+    /// See ``SnapshotMetadata/isFromCache``.
+    let isFromCache: Bool
+    /// The pending writes at and below this location, relative to it (and what a write above it
+    /// sets here), for ``SnapshotMetadata/hasPendingWrites``.
+    let pendingWrites: CompoundWrite
 
-    init(ref: DatabaseReference, node: Node, index: Index = .priority) {
+    init(
+        ref: DatabaseReference, node: Node, index: Index = .priority, isFromCache: Bool = false,
+        pendingWrites: CompoundWrite = .empty
+    ) {
         self.ref = ref
         self.node = node
         self.index = index
+        self.isFromCache = isFromCache
+        self.pendingWrites = pendingWrites
     }
 
     /// The last key of the location (`nil` at the root).
@@ -47,7 +57,7 @@ public final class DataSnapshot: Sendable {
 
     /// The data at `path` below this one (an empty snapshot where there is none).
     public func childSnapshot(forPath path: String) -> DataSnapshot {
-        DataSnapshot(ref: ref.child(path), node: node.child(at: Path(path)))
+        child(ref: ref.child(path), at: Path(path), node: node.child(at: Path(path)))
     }
 
     /// The children, in the query's order (priority order for plain locations), as Firebase's
@@ -59,7 +69,9 @@ public final class DataSnapshot: Sendable {
     /// ```
     public var children: NSEnumerator {
         ChildEnumerator(
-            node.children(in: index).map { named in DataSnapshot(ref: ref.child(named.name.string), node: named.node) })
+            node.children(in: index).map { named in
+                child(ref: ref.child(named.name.string), at: Path(keys: [named.name]), node: named.node)
+            })
     }
 
     /// The priority: a `String`, a number (`NSNumber`), or `nil`.

@@ -213,13 +213,14 @@ public class DatabaseQuery: @unchecked Sendable {
         }
     }
 
-    private func add(
+    func add(
         _ eventType: DataEventType, _ callback: Repo.Observer.Callback,
-        cancel: (@isolated(any) @Sendable (any Error) -> Void)?, once: Bool
+        cancel: (@isolated(any) @Sendable (any Error) -> Void)?, once: Bool, includeMetadataChanges: Bool = false
     ) -> DatabaseHandle {
         guard let repo = usableRepo(cancel) else { return 0 }
         return repo.addObserver(
-            query: self, types: [eventType.eventType], callback: callback, cancel: cancel, once: once)
+            query: self, types: [eventType.eventType], callback: callback, cancel: cancel, once: once,
+            includeMetadataChanges: includeMetadataChanges)
     }
 
     /// The repo, or `nil` after telling `cancel` why this query is unusable.

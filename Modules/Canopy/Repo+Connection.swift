@@ -208,6 +208,7 @@ extension Repo {
             let waiters = takeConnectionWaiters(in: &state)
             guard state.connected else { return ([], waiters) }
             state.connected = false
+            markUnsynced(in: &state)
             var events = state.info.applyServerOverwrite(Node(.bool(false)), at: Self.connectedPath)
             let now = serverTime(state)
             for operation in state.localDisconnects {
@@ -263,10 +264,12 @@ extension Repo {
                         persistence?.serverUpdate(
                             for: query, Dictionary(children, uniquingKeysWith: { $1 }), at: path, replacesWindow: window
                         )
+                        if window { listenAnswered(Self.listenKey(query), in: &state) }
                     }
                     return state.tree.applyTaggedOverwrite(node, at: path, tag: tag)
                 }
                 persistence?.serverOverwrite(node, at: path)
+                listenAnswered(Self.listenKey(QuerySpec(path: path)), in: &state)
                 return state.tree.applyServerOverwrite(node, at: path)
             }
         case .merge(let pathText, let data, let tag):

@@ -53,7 +53,9 @@ extension Repo {
         let spec = query.spec
         return state.withLock { state in
             guard let node = state.tree.cachedValue(for: spec, includingPersisted: true) else { return nil }
-            return DataSnapshot(ref: query.ref, node: node, index: spec.params.index)
+            return DataSnapshot(
+                ref: query.ref, node: node, index: spec.params.index, isFromCache: !isSynced(spec, in: state),
+                pendingWrites: state.tree.pendingWrites.visibleWrites.childWrite(at: spec.path))
         }
     }
 }

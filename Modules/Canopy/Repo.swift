@@ -45,6 +45,15 @@ final class Repo: Sendable {
             case snapshotAndPreviousKey(@isolated(any) @Sendable (DataSnapshot, String?) -> Void)
             /// Keeps data synced with nothing to tell (`keepSynced`, a running transaction).
             case none
+
+            /// Hands `snapshot` (and `previousKey`, to a block that takes it) to the app's block.
+            func deliver(_ snapshot: DataSnapshot, previousKey: String?, to callbacks: CallbackExecutor) {
+                switch self {
+                case .snapshot(let callback): callbacks.deliver(callback, snapshot)
+                case .snapshotAndPreviousKey(let callback): callbacks.deliver(callback, snapshot, previousKey)
+                case .none: break
+                }
+            }
         }
 
         let query: DatabaseQuery
@@ -53,6 +62,15 @@ final class Repo: Sendable {
         let cancel: (@isolated(any) @Sendable (any Error) -> Void)?
         /// Removed after its first event (`observeSingleEvent`).
         let once: Bool
+        /// Also told when only a snapshot's metadata changes.
+        var includeMetadataChanges = false
+        /// Event types registered only to follow the data, not told (a `.childChanged` listener
+        /// with `includeMetadataChanges` follows `.childAdded`: a new child has no earlier metadata).
+        var followedTypes: Set<EventType> = []
+        /// A listen the server answered on the current connection covers its query.
+        var synced = false
+        /// What it was last told, to tell a change of metadata alone (`includeMetadataChanges`).
+        var delivered = DeliveredMetadata()
     }
 
     /// A write sent (or to be sent) to the server, kept until it is answered.
@@ -91,6 +109,8 @@ final class Repo: Sendable {
     struct ListenState: Sendable {
         let query: QuerySpec
         let tag: Int?
+        /// The connection (``State/linkNumber``) on which the server answered it (its data or `ok`).
+        var answeredOnLink: Int?
     }
 
     struct State: Sendable {
@@ -141,6 +161,12 @@ final class Repo: Sendable {
         var nextTransactionID = 0
         /// `keepSynced(true)` queries and the observer that keeps each synced.
         var kept: [String: DatabaseHandle] = [:]
+        /// Observers with `includeMetadataChanges`.
+        var metadataObservers: Set<Int> = []
+        /// What metadata depends on, when it was last checked for them.
+        var metadataStamp: MetadataStamp?
+        /// Counts changes of observers' ``Observer/synced``.
+        var syncGeneration = 0
     }
 
     init(
@@ -236,6 +262,7 @@ final class Repo: Sendable {
 
     /// Hands `events` to their listeners' callbacks, in order. Call under the lock.
     func dispatch(_ events: [Event], in state: inout State) {
+        var toldChildren: [Int: Set<ChildKey>] = [:]
         for event in events {
             let id = event.registration.id
             guard let observer = state.observers[id] else { continue }
@@ -247,21 +274,24 @@ final class Repo: Sendable {
                     state.callbacks.deliver(cancel, failure)
                 }
             case .data(_, let path, let change):
-                let ref = observer.query.ref.database.reference(at: path)
-                let index = observer.query.params.index
                 // The event's path is the query's for `value`, the child's for the others.
-                let snapshot = DataSnapshot(ref: ref, node: change.node, index: index)
-                switch observer.callback {
-                case .snapshot(let callback):
-                    state.callbacks.deliver(callback, snapshot)
-                case .snapshotAndPreviousKey(let callback):
-                    state.callbacks.deliver(callback, snapshot, change.type == .value ? nil : change.prevName?.string)
-                case .none:
-                    break
+                let ref = observer.query.ref.database.reference(at: path)
+                let snapshot = snapshot(for: observer, ref: ref, at: path, node: change.node, in: state)
+                if observer.includeMetadataChanges {
+                    if let name = change.childName {
+                        toldChildren[id, default: []].insert(name)
+                    } else {
+                        state.observers[id]?.delivered.value = change.node
+                        state.observers[id]?.delivered.metadata = snapshot.metadata
+                    }
+                    if observer.followedTypes.contains(change.type) { continue }
                 }
+                observer.callback.deliver(
+                    snapshot, previousKey: change.type == .value ? nil : change.prevName?.string, to: state.callbacks)
                 if observer.once { removeObserver(id, in: &state) }
             }
         }
+        raiseMetadataChanges(toldChildren: toldChildren, in: &state)
     }
 
     // MARK: Listeners
@@ -269,25 +299,33 @@ final class Repo: Sendable {
     /// Adds a listener; its first events (from cached data) are delivered at once.
     func addObserver(
         query: DatabaseQuery, types: Set<EventType>, callback: Observer.Callback,
-        cancel: (@isolated(any) @Sendable (any Error) -> Void)?, once: Bool
+        cancel: (@isolated(any) @Sendable (any Error) -> Void)?, once: Bool, includeMetadataChanges: Bool = false
     ) -> DatabaseHandle {
         state.withLock { state in
             let handle = state.nextHandle
             state.nextHandle += 1
-            let registration = EventRegistration(id: handle, types: types)
+            let followed: Set<EventType> =
+                includeMetadataChanges && types.contains(.childChanged) ? Set([.childAdded]).subtracting(types) : []
+            let registration = EventRegistration(id: handle, types: types.union(followed))
             state.observers[handle] = Observer(
-                query: query, registration: registration, callback: callback, cancel: cancel, once: once)
+                query: query, registration: registration, callback: callback, cancel: cancel, once: once,
+                includeMetadataChanges: includeMetadataChanges, followedTypes: followed)
+            if includeMetadataChanges { state.metadataObservers.insert(handle) }
             let spec = query.spec
             let events: [Event]
             if spec.path.front == .info {
                 // `.info` data lives in the repo; the new view learns it now.
+                state.observers[handle]?.synced = true
                 events =
                     state.info.addRegistration(registration, for: spec)
                     + state.info.applyServerOverwrite(infoNode(state), at: .root.child(.info))
             } else {
                 events = state.tree.addRegistration(registration, for: spec)
                 sendListenRequests(in: &state)
+                let synced = isSynced(spec, in: state)
+                state.observers[handle]?.synced = synced
             }
+            if includeMetadataChanges { startTrackingMetadata(of: handle, in: &state) }
             dispatch(events, in: &state)
             return DatabaseHandle(handle)
         }
@@ -322,6 +360,7 @@ final class Repo: Sendable {
 
     private func removeObserver(_ id: Int, in state: inout State) {
         guard let observer = state.observers.removeValue(forKey: id) else { return }
+        state.metadataObservers.remove(id)
         let spec = observer.query.spec
         if spec.path.front == .info {
             _ = state.info.removeRegistration(observer.registration, for: spec)
@@ -374,7 +413,10 @@ final class Repo: Sendable {
                         metadata: ["path": "\(query.path)"])
                 }
                 guard state.listens[key] != nil else { return }
-                if status == "ok" { persistence?.setComplete(query, window: state.tree.serverCache(for: query)) }
+                if status == "ok" {
+                    persistence?.setComplete(query, window: state.tree.serverCache(for: query))
+                    listenAnswered(key, in: &state)
+                }
                 if status != "ok" {
                     state.listens[key] = nil
                     state.listenOrder.removeAll { $0 == key }

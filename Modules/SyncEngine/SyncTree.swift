@@ -135,6 +135,11 @@ public struct SyncTree: Sendable {
         syncPoints[at: query.path]?.entry(for: query)?.view.serverCacheNode
     }
 
+    /// The data the view of `query` shows its listeners (complete or not), if it has a view.
+    public func eventCache(for query: QuerySpec) -> Node? {
+        syncPoints[at: query.path]?.entry(for: query)?.view.cache.eventCache.node
+    }
+
     private mutating func applyTagged(_ operation: Operation, at queryPath: Path) -> [Event] {
         guard var syncPoint = syncPoints[at: queryPath] else { return [] }
         let writes = WriteTreeRef(path: queryPath, tree: pendingWrites)
