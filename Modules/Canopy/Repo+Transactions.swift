@@ -303,6 +303,7 @@ extension Repo {
         }
         let snapshot = DataSnapshot(ref: transaction.ref, node: node)
         state.callbacks.deliver(transaction.completion, error, committed, snapshot)
+        settleWriteWaiters(in: &state)
         let observer = transaction.observer
         Task { [self] in removeObserver(observer) }
     }

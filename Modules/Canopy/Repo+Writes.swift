@@ -186,6 +186,7 @@ extension Repo {
                 status == "ok" ? nil : .server(status: status, message: data.stringValue ?? status)
             write.status.finish(error)
             complete(write.completion, with: error, in: state)
+            settleWriteWaiters(in: &state)
         }
     }
 
@@ -200,6 +201,7 @@ extension Repo {
                 dispatch(state.tree.ackUserWrite(writeID: id, revert: true), in: &state)
                 complete(write.completion, with: .writeCanceled, in: state)
             }
+            settleWriteWaiters(in: &state)
         }
     }
 

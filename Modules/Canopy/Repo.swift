@@ -167,6 +167,8 @@ final class Repo: Sendable {
         var metadataStamp: MetadataStamp?
         /// Counts changes of observers' ``Observer/synced``.
         var syncGeneration = 0
+        /// `waitForPendingWrites()` calls and the writes each waits for.
+        var writeWaiters: [UUID: WriteWaiter] = [:]
     }
 
     init(
