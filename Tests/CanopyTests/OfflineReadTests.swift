@@ -148,6 +148,7 @@ struct OfflineReadTests {
                 let window = try await scores.queryOrderedByValue().queryLimited(toLast: 2).getData()
                 #expect(window.children.compactMap { ($0 as? DataSnapshot)?.key } == ["c", "d"])
                 await #expect(throws: DatabaseError.offline("/scores")) { try await scores.getData() }
+                await #expect(throws: DatabaseError.offline("/scores/d")) { try await scores.child("d").getData() }
                 await #expect(throws: DatabaseError.notCached("/scores")) {
                     try await scores.queryOrderedByValue().queryLimited(toLast: 3).getData(source: .cache)
                 }
