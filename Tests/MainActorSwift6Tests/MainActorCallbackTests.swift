@@ -35,6 +35,9 @@ struct MainActorCallbackTests {
             #expect(await eventually { await model.lowestVoted?.key == "c2" })
             #expect(await model.lowestVoted?.previous == nil)
             #expect(await eventually { await model.fetchedTitle == "Hello" })
+            #expect(await eventually { await model.serverTitle == "Hello" })
+            let synced = SnapshotMetadata(isFromCache: false, hasPendingWrites: false)
+            #expect(await eventually { await model.postMetadata.last == synced })
             #expect(await eventually { await model.errors.count == 2 })
             let errors = await model.errors
             #expect(
@@ -54,6 +57,7 @@ struct MainActorCallbackTests {
             try await other.child("post-comments/p1/c3").setValue(["text": "unseen", "votes": 0])
             #expect(try await model.postRef.child("title").getData().value as? String == "unseen")
             #expect(await model.title == "Hello again")
+            #expect(await model.postMetadata.last == synced)
             #expect(await model.comments.map(\.key) == ["c2"])
             #expect(await model.offMainQueue == 0)
         }
@@ -74,6 +78,9 @@ struct MainActorCallbackTests {
             #expect(
                 completions.filter { $0 != "refused" } == writes && completions.contains("refused"), "\(completions)")
             #expect(await model.title == "Draft")
+            // The write's local event says it is pending; its acknowledgement, a metadata-only event, that it is not.
+            #expect(await model.postMetadata.contains { $0.hasPendingWrites })
+            #expect(await eventually { await model.postMetadata.last?.hasPendingWrites == false })
 
             await model.star(uid: "ada")
             #expect(await eventually { await model.transaction?.committed == true })

@@ -13,6 +13,7 @@ final class PostModel {
     let postRef: DatabaseReference
     let commentsRef: DatabaseReference
     var refHandle: DatabaseHandle = 0
+    var metadataHandle: DatabaseHandle = 0
 
     var title: String?
     var comments: [DataSnapshot] = []
@@ -25,6 +26,8 @@ final class PostModel {
     var firstComment: String?
     var lowestVoted: (key: String, previous: String?)?
     var fetchedTitle: String?
+    var serverTitle: String?
+    var postMetadata: [SnapshotMetadata] = []
     var errors: [String] = []
     var completions: [String] = []
     var transaction: (committed: Bool, stars: Int?)?
@@ -80,6 +83,10 @@ final class PostModel {
                 self.checkMainQueue()
                 self.previousKeys[snapshot.key] = previousKey ?? "(first)"
             })
+        metadataHandle = postRef.observe(.value, includeMetadataChanges: true) { snapshot in
+            self.checkMainQueue()
+            self.postMetadata.append(snapshot.metadata)
+        }
         let connectedRef = database.reference(withPath: ".info/connected")
         connectedRef.observe(
             .value,
@@ -108,6 +115,7 @@ final class PostModel {
 
     func stopListening() {
         postRef.removeObserver(withHandle: refHandle)
+        postRef.removeObserver(withHandle: metadataHandle)
         commentsRef.removeAllObservers()
     }
 
@@ -143,6 +151,14 @@ final class PostModel {
             }
             self.fetchedTitle = snapshot?.value as? String ?? "Unknown"
         })
+        postRef.child("title").getData(source: .server) { error, snapshot in
+            self.checkMainQueue()
+            if let error {
+                self.errors.append(error.localizedDescription)
+            } else {
+                self.serverTitle = snapshot?.value as? String
+            }
+        }
         ref.child("nowhere").queryLimited(toFirst: 1).queryLimited(toFirst: 2).observeSingleEvent(
             of: .value, with: { _ in self.errors.append("an invalid query delivered data") },
             withCancel: { error in
