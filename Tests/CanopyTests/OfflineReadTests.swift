@@ -1,7 +1,6 @@
 import CanopyServer
 import CanopyTesting
 import Foundation
-import Persistence
 import Testing
 import Tree
 
@@ -11,15 +10,6 @@ import Tree
 /// (in memory, or on disk from an earlier run), and refuses what it holds only in part.
 @Suite(.timeLimit(.minutes(2)))
 struct OfflineReadTests {
-    /// Waits until `database`'s store records a listen at `path` as complete: the server's `ok`
-    /// comes after its data, so a listener can have the data first.
-    static func waitUntilKeptComplete(_ database: Database, _ path: Path) async -> Bool {
-        await eventually {
-            guard let store = database.repo?.persistence?.store else { return false }
-            return try store.trackedQueries(atOrAbove: path).contains { $0.path == path && $0.isComplete }
-        }
-    }
-
     /// A first run listens to `rooms`, then the server goes down and a new run (a new `Database`
     /// on the same file) reads.
     static func withRoomsCachedAndTheServerDown(_ body: (Database, TestServer) async throws -> Void) async throws {
@@ -35,7 +25,7 @@ struct OfflineReadTests {
                 let seen = Recorder<UInt>()
                 first.reference(withPath: "rooms").observe(.value) { seen.record($0.childrenCount) }
                 #expect(await seen.wait { $0.last == 2 })
-                #expect(await waitUntilKeptComplete(first, "rooms"))
+                #expect(await OfflineTests.waitUntilKeptComplete(first, "rooms"))
                 first.shutDown()
                 await server.stop()
 
@@ -102,7 +92,7 @@ struct OfflineReadTests {
                     seen.record($0.childSnapshot(forPath: "topic").value as? String ?? "-")
                 }
                 #expect(await seen.wait { $0.last == "gardens" })
-                #expect(await Self.waitUntilKeptComplete(first, "rooms/a"))
+                #expect(await OfflineTests.waitUntilKeptComplete(first, "rooms/a"))
                 first.shutDown()
                 await server.stop()
 
@@ -138,7 +128,7 @@ struct OfflineReadTests {
                     top.record($0.children.compactMap { ($0 as? DataSnapshot)?.key }.joined())
                 }
                 #expect(await top.wait { $0.last == "cd" })
-                #expect(await Self.waitUntilKeptComplete(first, "scores"))
+                #expect(await OfflineTests.waitUntilKeptComplete(first, "scores"))
                 first.shutDown()
                 await server.stop()
 
@@ -170,7 +160,7 @@ struct OfflineReadTests {
                     seen.record($0.childSnapshot(forPath: "topic").value as? String ?? "-")
                 }
                 #expect(await seen.wait { $0.last == "gardens" })
-                #expect(await Self.waitUntilKeptComplete(first, "rooms/a"))
+                #expect(await OfflineTests.waitUntilKeptComplete(first, "rooms/a"))
                 first.shutDown()
                 try await writer.reference(withPath: "rooms/a/topic").setValue("ponds")
                 try await writer.reference(withPath: "lobby").setValue("open")

@@ -1,6 +1,7 @@
 import CanopyServer
 import CanopyTesting
 import Foundation
+import Persistence
 import Synchronization
 import Testing
 import Transport
@@ -36,6 +37,16 @@ struct OfflineTests {
         return database
     }
 
+    /// Waits until `database`'s store records a listen at `path` as complete. A listener has the
+    /// server's data before the listen's `ok`, which is what marks it complete on disk: a run shut
+    /// down on the data alone can leave the next run with nothing complete.
+    static func waitUntilKeptComplete(_ database: Database, _ path: Path) async -> Bool {
+        await eventually {
+            guard let store = database.repo?.persistence?.store else { return false }
+            return try store.trackedQueries(atOrAbove: path).contains { $0.path == path && $0.isComplete }
+        }
+    }
+
     static func withFolder(_ body: (URL) async throws -> Void) async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
             "canopy-offline-\(UUID().uuidString)")
@@ -53,6 +64,7 @@ struct OfflineTests {
                     seen.record($0.childSnapshot(forPath: "topic").value as? String ?? "-")
                 }
                 #expect(await seen.wait { $0.last == "gardens" })
+                #expect(await Self.waitUntilKeptComplete(first, "room"))
                 first.shutDown()
 
                 // Two runs without a network, each writing.
@@ -103,6 +115,7 @@ struct OfflineTests {
                     top4.record($0.children.compactMap { ($0 as? DataSnapshot)?.key }.joined())
                 }
                 #expect(await top4.wait { $0.last == "defg" }, "\(top4.all)")
+                #expect(await Self.waitUntilKeptComplete(first, "scores"))
                 first.shutDown()
 
                 let network = NetworkSwitch(on: false)
