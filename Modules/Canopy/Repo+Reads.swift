@@ -1,3 +1,4 @@
+import Dispatch
 import Query
 import SyncEngine
 import Synchronization
@@ -19,7 +20,7 @@ extension Repo {
             return DataSnapshot(ref: query.ref, node: info.child(at: spec.path.popFront()), index: spec.params.index)
         }
         if source == .cache {
-            guard let cached = cachedSnapshot(query) else { throw .notCached(location) }
+            guard let cached = await cachedSnapshot(query) else { throw .notCached(location) }
             return cached
         }
         start()
@@ -41,15 +42,23 @@ extension Repo {
             throw .server(status: answer.status, message: answer.data.stringValue ?? answer.status)
         }
         // Offline, or the connection was lost before the answer.
-        if source == .default, let cached = cachedSnapshot(query) { return cached }
+        if source == .default, let cached = await cachedSnapshot(query) { return cached }
         throw .offline(location)
     }
 
     /// The query's data as the device holds it (in memory, else on disk from an earlier run), with
     /// the pending writes applied, when it holds all of it.
-    func cachedSnapshot(_ query: DatabaseQuery) -> DataSnapshot? {
-        // What is still queued for the disk is part of what the device holds.
-        persistence?.flush()
+    func cachedSnapshot(_ query: DatabaseQuery) async -> DataSnapshot? {
+        // What is still queued for the disk is part of what the device holds. Waiting for it blocks
+        // a thread, so a dispatch thread rather than one of the tasks' cooperative threads.
+        if let persistence {
+            await withCheckedContinuation { (flushed: CheckedContinuation<Void, Never>) in
+                DispatchQueue.global().async {
+                    persistence.flush()
+                    flushed.resume()
+                }
+            }
+        }
         let spec = query.spec
         return state.withLock { state in
             guard let node = state.tree.cachedValue(for: spec, includingPersisted: true) else { return nil }
