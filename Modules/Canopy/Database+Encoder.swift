@@ -2,7 +2,7 @@ public import Foundation
 import Tree
 
 extension Database {
-    /// Turns `Encodable` values into the values ``DatabaseReference/setValue(_:)`` takes
+    /// Turns `Encodable` values into the values ``DatabaseReference/setValue(_:)->WriteStatus`` takes
     /// (Firebase's `Database.Encoder`), with the strategies `JSONEncoder` has for dates, data,
     /// non-finite numbers and keys.
     ///

@@ -72,7 +72,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     @discardableResult
     public func setValue(_ value: Any?) -> WriteStatus { setValue(value, withCompletionBlock: { _, _ in }) }
 
-    /// ``setValue(_:)``, then `block` with the server's answer.
+    /// ``setValue(_:)->WriteStatus``, then `block` with the server's answer.
     @discardableResult
     public func setValue(
         _ value: Any?,
@@ -212,7 +212,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     @discardableResult
     public func removeValue() -> WriteStatus { setValue(nil) }
 
-    /// ``removeValue()``, then `block` with the server's answer.
+    /// ``removeValue()->WriteStatus``, then `block` with the server's answer.
     @discardableResult
     public func removeValue(
         @_inheritActorContext completionBlock block:
@@ -301,7 +301,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     /// Removes the data here when the connection ends.
     public func onDisconnectRemoveValue() { onDisconnectSetValue(nil) }
 
-    /// ``onDisconnectRemoveValue()``, then `block` with the server's answer.
+    /// ``onDisconnectRemoveValue()->()``, then `block` with the server's answer.
     public func onDisconnectRemoveValue(
         @_inheritActorContext completionBlock block:
             @escaping @isolated(any) @Sendable ((any Error)?, DatabaseReference) -> Void
@@ -324,7 +324,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     /// Cancels the onDisconnect operations at and below this location.
     public func cancelDisconnectOperations() { cancelDisconnectOperations(completionBlock: { _, _ in }) }
 
-    /// ``cancelDisconnectOperations()``, then `block` with the server's answer.
+    /// ``cancelDisconnectOperations()->()``, then `block` with the server's answer.
     public func cancelDisconnectOperations(
         @_inheritActorContext completionBlock block:
             @escaping @isolated(any) @Sendable ((any Error)?, DatabaseReference) -> Void
