@@ -87,7 +87,7 @@ struct PresenceTests {
         // 10 s, not less: the test client answers pings from Swift's cooperative pool (two
         // threads on two cores), which a CI run of every suite at once kept busy past 4 s pings
         // (closed after 7 s) and, on the PostgreSQL store, past 6 s pings (closed after 12 s, in a
-        // run where this test's 15 s wait took 97 s).
+        // run where this test took 97 s in all).
         try await withTestServer(configure: { $0.heartbeatInterval = .seconds(10) }) { server in
             let client = try await RealtimeTestClient.connect(to: server)
             try await client.put("presence/bob", "online")
