@@ -164,33 +164,28 @@ extension CanopyServer {
         guard let node = await database.read(rest.path, params: params, caller: caller) else {
             return Self.permissionDenied
         }
-        let etag = Self.etag(node)
-        if let expected = request.headers[.ifNoneMatch], expected == etag {
-            var headers = HTTPFields()
-            headers[.eTag] = etag
-            return Response(status: .notModified, headers: headers)
-        }
-        var value: JSONValue
-        if rest.parameters["shallow"] == "true" {
-            value =
-                node.isLeaf || node.isEmpty
-                ? node.json()
-                : .object(Dictionary(uniqueKeysWithValues: node.children.map { ($0.key.string, JSONValue.bool(true)) }))
-        } else {
-            value = node.json(exportFormat: rest.parameters["format"] == "export")
-        }
-        if !params.loadsAllData, case .array(let elements) = value {
-            value = .object(
-                Dictionary(
-                    uniqueKeysWithValues: elements.enumerated().compactMap {
-                        $0.element == .null ? nil : (String($0.offset), $0.element)
-                    }))
-        }
+        // The hash of a large location costs more than writing it: only when asked for.
+        let wantsETag = request.headers[HTTPField.Name("X-Firebase-ETag")!] == "true"
         var headers = HTTPFields()
-        if request.headers[HTTPField.Name("X-Firebase-ETag")!] == "true" || request.headers[.ifNoneMatch] != nil {
+        if let expected = request.headers[.ifNoneMatch] {
+            let etag = Self.etag(node)
             headers[.eTag] = etag
+            if expected == etag { return Response(status: .notModified, headers: headers) }
+        } else if wantsETag {
+            headers[.eTag] = Self.etag(node)
         }
-        return Self.json(value, status: .ok, headers: headers, rest: rest)
+        let shallow = rest.parameters["shallow"] == "true"
+        if shallow, !node.isLeaf, !node.isEmpty {
+            let value = JSONValue.object(
+                Dictionary(uniqueKeysWithValues: node.children.map { ($0.key.string, JSONValue.bool(true)) }))
+            return Self.json(value, status: .ok, headers: headers, rest: rest)
+        }
+        if rest.parameters["print"] == "silent" { return Response(status: .noContent, headers: headers) }
+        let text = node.jsonText(
+            exportFormat: !shallow && rest.parameters["format"] == "export", arrayAtTop: params.loadsAllData,
+            pretty: rest.parameters["print"] == "pretty")
+        headers[.contentType] = "application/json; charset=utf-8"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 
     /// `nil` when the write was not stored because the namespace moved to another process.

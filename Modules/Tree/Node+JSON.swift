@@ -69,7 +69,7 @@ extension Node {
     }
 
     /// The index a key names in array export (`0` or no leading zero), if any.
-    private static func arrayIndex(_ key: String) -> Int? {
+    static func arrayIndex(_ key: String) -> Int? {
         let utf8 = key.utf8
         guard let first = utf8.first, utf8.count <= 9, first != UInt8(ascii: "0") || utf8.count == 1 else {
             return nil
