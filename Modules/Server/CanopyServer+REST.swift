@@ -199,30 +199,14 @@ extension CanopyServer {
         let outcome: WriteOutcome
         switch method {
         case .patch:
-            let path = rest.path
-            outcome = await withCheckedContinuation { continuation in
-                Task { await database.update(path, json: json, as: caller) { continuation.resume(returning: $0) } }
-            }
+            outcome = await database.update(rest.path, json: json, as: caller)
         case .post:
             let id = database.pushIDs.next(now: Int64(Database.now()))
-            let path = rest.path.child(ChildKey(id))
             answer = ["name": .string(id)]
-            outcome = await withCheckedContinuation { continuation in
-                Task {
-                    await database.set(path, json: json, expectedHash: expectedHash, as: caller) {
-                        continuation.resume(returning: $0)
-                    }
-                }
-            }
+            outcome = await database.set(
+                rest.path.child(ChildKey(id)), json: json, expectedHash: expectedHash, as: caller)
         default:
-            let path = rest.path
-            outcome = await withCheckedContinuation { continuation in
-                Task {
-                    await database.set(path, json: json, expectedHash: expectedHash, as: caller) {
-                        continuation.resume(returning: $0)
-                    }
-                }
-            }
+            outcome = await database.set(rest.path, json: json, expectedHash: expectedHash, as: caller)
         }
         switch outcome {
         case .ok(let value):
@@ -287,10 +271,11 @@ extension CanopyServer {
             } catch {
                 return Self.error(.badRequest, "Line \(error.line), column \(error.column): \(error.reason)")
             }
-            let failure: (any Error)? = await withCheckedContinuation { continuation in
-                Task { await database.setRules(document, text: text) { continuation.resume(returning: $0) } }
+            do {
+                try await database.setRules(document, text: text)
+            } catch {
+                return Self.error(.internalServerError, "Could not store the rules: \(error)")
             }
-            if let failure { return Self.error(.internalServerError, "Could not store the rules: \(failure)") }
             return Self.json(["status": "ok"], status: .ok, headers: [:], rest: rest)
         default:
             return Self.methodNotAllowed(request.method, allowed: "GET, HEAD, PUT, OPTIONS")

@@ -170,13 +170,23 @@ actor Database {
         // turn that stores something (each holds all the client's recent writes).
         guard !finished.acknowledgements.isEmpty || !disconnects.isEmpty else { return }
         let writeIDs = appliedWrites.changes(for: finished.namedWriteClients, seen: Int64(Self.now()))
+        commits.submit(
+            finished.writes, disconnects: disconnects, writeIDs: writeIDs,
+            onDurable: completion(of: finished.acknowledgements, stores: !finished.writes.isEmpty))
+    }
+
+    /// What runs once a submission committed or failed: the pushes of each acknowledgement go out
+    /// (when it committed) before its `done` runs, in order; a failed commit that stored something
+    /// may start recovery.
+    private func completion(
+        of acknowledgements: [Acknowledgement], stores: Bool
+    ) -> @Sendable (Result<Void, any Error>) -> Void {
         let started = ContinuousClock.now
         let (metrics, logger) = (metrics, logger)
-        let stores = !finished.writes.isEmpty
-        commits.submit(finished.writes, disconnects: disconnects, writeIDs: writeIDs) { result in
+        return { result in
             if stores { metrics.commitLatency.record(ContinuousClock.now - started) }
             var events = 0
-            for acknowledgement in finished.acknowledgements {
+            for acknowledgement in acknowledgements {
                 if case .success = result {
                     for (subscriber, push) in acknowledgement.deliveries { subscriber.deliver(push) }
                     events += acknowledgement.deliveries.count
@@ -255,22 +265,8 @@ actor Database {
             turn?.acknowledgements.append(Acknowledgement(deliveries: deliveries, done: done))
             return
         }
-        let started = ContinuousClock.now
-        let (metrics, logger) = (metrics, logger)
-        commits.submit(writes) { result in
-            if !writes.isEmpty { metrics.commitLatency.record(ContinuousClock.now - started) }
-            switch result {
-            case .success:
-                for (subscriber, push) in deliveries { subscriber.deliver(push) }
-                metrics.eventsFannedOut.increment(by: Int64(deliveries.count))
-                done(result)
-            case .failure(let error):
-                done(result)
-                if writes.isEmpty || !Self.startsRecovery(error) { return }
-                logger.error("commit failed", metadata: ["error": "\(error)"])
-                Task { await self.storageFailed() }
-            }
-        }
+        let acknowledgement = Acknowledgement(deliveries: deliveries, done: done)
+        commits.submit(writes, onDurable: completion(of: [acknowledgement], stores: !writes.isEmpty))
     }
 
     /// `set(path, json)`; with `expectedHash`, a compare-and-set against the current hash
@@ -533,28 +529,19 @@ actor Database {
 
     // MARK: Rules
 
-    /// Replaces the rules by `document` (parsed from `text`) once stored; if the store refuses it, the
-    /// rules in force stay as they were. Listeners the new rules no longer allow are revoked.
+    /// Replaces the rules by `document` (parsed from `text`) once stored; if the store refuses it,
+    /// the rules in force stay as they were and this throws what the store threw. Listeners the new
+    /// rules no longer allow are revoked.
     ///
     /// The rules are stored through the commit queue, on its thread and in order with the writes, not
     /// on this actor; they take effect once stored.
-    func setRules(_ document: RulesDocument, text: String, reply: @escaping @Sendable ((any Error)?) -> Void) {
-        commits.submitSetting("rules", .string(text)) { result in
-            Task { await self.rulesStored(document, text: text, result: result, reply: reply) }
+    func setRules(_ document: RulesDocument, text: String) async throws {
+        let stored: Result<Void, any Error> = await withCheckedContinuation { continuation in
+            commits.submitSetting("rules", .string(text)) { continuation.resume(returning: $0) }
         }
-    }
-
-    private func rulesStored(
-        _ document: RulesDocument, text: String, result: Result<Void, any Error>,
-        reply: @Sendable ((any Error)?) -> Void
-    ) {
-        if case .failure(let error) = result {
-            reply(error)
-            return
-        }
+        try stored.get()
         (rules, rulesText, enforcesRules) = (document, text, true)
         revokeListeners(of: nil)
-        reply(nil)
     }
 
     /// The `.indexOn` entries of the rules at `path`.

@@ -41,9 +41,7 @@ final class RecordingSubscriber: Subscriber {
 
 struct StorageFailureTests {
     static func set(_ database: Database, _ path: Path, _ json: JSONValue) async -> WriteOutcome {
-        await withCheckedContinuation { continuation in
-            Task { await database.set(path, json: json, as: .admin) { continuation.resume(returning: $0) } }
-        }
+        await database.set(path, json: json, as: .admin)
     }
 
     /// Runs `body` with a database on a ``FailingStore`` whose commit queue runs meanwhile.
@@ -107,10 +105,8 @@ struct StorageFailureTests {
         let refused = #"{"rules": {"broken": {".read": false}}}"#
         for text in [good, refused] {
             let document = try RulesDocument(parsing: text)
-            let failure: (any Error)? = await withCheckedContinuation { continuation in
-                Task { await database.setRules(document, text: text) { continuation.resume(returning: $0) } }
-            }
-            #expect((failure == nil) == (text == good))
+            let stored = (try? await database.setRules(document, text: text)) != nil
+            #expect(stored == (text == good))
         }
         #expect(await database.rulesText == good)
         #expect(await database.mayRead("x", params: .default, caller: .unauthenticated))

@@ -1,0 +1,24 @@
+import Rules
+import Tree
+
+extension Database {
+    /// `set(path, json)`, returning once the write is durable and its updates went out, or was
+    /// refused; see ``set(_:json:expectedHash:as:reply:)``.
+    ///
+    /// ```swift
+    /// let outcome = await database.set(Path("users/ada"), json: ["name": "Ada"], as: .admin)
+    /// ```
+    func set(_ path: Path, json: JSONValue, expectedHash: String? = nil, as caller: Caller) async -> WriteOutcome {
+        await withCheckedContinuation { continuation in
+            set(path, json: json, expectedHash: expectedHash, as: caller) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// A multi-path update, returning once it is durable or was refused; see
+    /// ``update(_:json:as:reply:)``.
+    func update(_ path: Path, json: JSONValue, as caller: Caller) async -> WriteOutcome {
+        await withCheckedContinuation { continuation in
+            update(path, json: json, as: caller) { continuation.resume(returning: $0) }
+        }
+    }
+}
