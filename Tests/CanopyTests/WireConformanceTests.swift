@@ -1,3 +1,4 @@
+import CanopyTesting
 import Foundation
 import Synchronization
 import Testing
@@ -110,11 +111,10 @@ final class ScriptedServer: Sendable {
     func makeUnreachable(_ host: String) { state.withLock { _ = $0.unreachableHosts.insert(host) } }
 
     func waitForLink(_ count: Int) async -> ScriptedLink? {
-        for _ in 0..<3000 {
-            if links.count >= count { return links[count - 1] }
-            try? await Task.sleep(for: .milliseconds(5))
+        guard await eventually(timeout: .seconds(15), interval: .milliseconds(5), { self.links.count >= count }) else {
+            return nil
         }
-        return nil
+        return links[count - 1]
     }
 }
 
@@ -139,11 +139,7 @@ struct WireConformanceTests {
     }
 
     static func waitFor(_ link: ScriptedLink, count: Int) async -> Bool {
-        for _ in 0..<2000 {
-            if link.requests.count >= count { return true }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return false
+        await eventually(timeout: .seconds(10), interval: .milliseconds(5)) { link.requests.count >= count }
     }
 
     @Test func onConnectStatsComeFirstThenListensWritesAndOnDisconnectsInOrder() async throws {
@@ -191,7 +187,7 @@ struct WireConformanceTests {
         Self.write(3, to: database)
         #expect(await Self.waitFor(first, count: 5))
         // The server acknowledges the first write only, then the connection drops.
-        guard let firstWrite = first.request(2) else { return }
+        let firstWrite = try #require(first.request(2))
         first.deliver(.response(number: firstWrite.number, status: "ok", data: ""))
         try await Task.sleep(for: .milliseconds(50))
         first.close()
@@ -234,7 +230,7 @@ struct WireConformanceTests {
         let second = try #require(await server.waitForLink(2))
         #expect(await Self.waitFor(second, count: 2), "\(second.requests)")
         #expect(second.requests == ["s ", "o p"])
-        guard let request = second.request(1) else { return }
+        let request = try #require(second.request(1))
         second.deliver(.response(number: request.number, status: "ok", data: ""))
         #expect(await completed.wait { $0 == ["ok"] }, "\(completed.all)")
     }
