@@ -246,10 +246,8 @@ struct ClusterFaultSequenceTests {
     static func waitUntil(
         _ what: String, timeout: Duration = .seconds(120), _ condition: () -> Bool
     ) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while !condition() {
-            guard ContinuousClock.now < deadline else { throw ClusterSequenceError.timedOut(what) }
-            try await Task.sleep(for: .milliseconds(10))
+        guard await eventually(timeout: timeout, interval: .milliseconds(10), condition) else {
+            throw ClusterSequenceError.timedOut(what)
         }
     }
 }

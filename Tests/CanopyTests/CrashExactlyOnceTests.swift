@@ -67,16 +67,6 @@ enum CrashRounds {
         try await TestServer.http(baseURL: baseURL, .GET, "/\(path).json?ns=\(namespace)", timeout: .seconds(30)).json
     }
 
-    /// Waits until `condition` holds; returns whether it did within `timeout`.
-    static func eventually(timeout: Duration, _ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while !condition() {
-            guard ContinuousClock.now < deadline else { return false }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return true
-    }
-
     /// The `canopy_resent_writes_total` counter of the server at `baseURL`.
     static func resentWrites(_ baseURL: String) async -> String {
         guard let metrics = try? await TestServer.http(baseURL: baseURL, .GET, "/metrics").body else { return "?" }

@@ -137,13 +137,10 @@ enum ServerProbe {
         _ server: TestServer, _ paths: [String], timeout: Duration = .seconds(15),
         until condition: ([JSONValue?]) -> Bool
     ) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
+        await eventually(timeout: timeout, interval: .milliseconds(20)) {
             var values: [JSONValue?] = []
             for path in paths { values.append(try? await value(server, path)) }
-            if condition(values) { return true }
-            try? await Task.sleep(for: .milliseconds(20))
+            return condition(values)
         }
-        return false
     }
 }

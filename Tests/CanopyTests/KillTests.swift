@@ -43,12 +43,7 @@ final class Probe: Sendable {
     var printed: [String] { lines.withLock { $0 } }
 
     func wait(timeout: Duration = .seconds(60), until condition: ([String]) -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if condition(printed) { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return condition(printed)
+        await eventually(timeout: timeout, interval: .milliseconds(10)) { condition(self.printed) }
     }
 
     func kill() {

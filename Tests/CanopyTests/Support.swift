@@ -24,12 +24,7 @@ final class Recorder<Value: Sendable>: Sendable {
     /// Waits until `condition` holds for what was recorded; returns whether it did within `timeout`.
     @discardableResult
     func wait(timeout: Duration = .seconds(15), until condition: ([Value]) -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if condition(all) { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return condition(all)
+        await eventually(timeout: timeout, interval: .milliseconds(10)) { condition(self.all) }
     }
 }
 

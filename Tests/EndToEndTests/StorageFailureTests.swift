@@ -1,3 +1,4 @@
+import CanopyTesting
 import Dispatch
 import Logging
 import Persistence
@@ -125,7 +126,7 @@ struct StorageFailureTests {
                     outcomes.withLock { $0[name] = outcome }
                 }
             }
-            while outcomes.withLock({ $0.count }) < 3 { try await Task.sleep(for: .milliseconds(5)) }
+            try #require(await eventually(interval: .milliseconds(5)) { outcomes.withLock { $0.count } >= 3 })
             let results = outcomes.withLock { $0 }
             #expect(results["kept"] == .ok(value: Node(.number(1))))
             for name in ["broken/x", "after"] {

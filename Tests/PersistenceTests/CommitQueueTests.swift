@@ -1,3 +1,4 @@
+import CanopyTesting
 import Dispatch
 import Logging
 import Persistence
@@ -100,14 +101,15 @@ struct CommitQueueTests {
             // Submitted before the committer starts, so they form one batch.
             for (name, writes) in submissions { submit(name, writes) }
             let committer = Task { await queue.run() }
-            while results.withLock({ $0.count }) < submissions.count { try await Task.sleep(for: .milliseconds(5)) }
+            try #require(
+                await eventually(interval: .milliseconds(5)) { results.withLock { $0.count } >= submissions.count })
             #expect(results.withLock { $0 } == ["first ok", "bad failed", "empty halted", "last halted"])
             #expect(queue.isHalted)
             #expect(try store.loadTree() == (try Node(json: ["a": 1])))
 
             // Still halted for a submission made later, until the submitter resumes the queue.
             submit("later", [try StoredWrite("d", 1)])
-            while results.withLock({ $0.count }) < 5 { try await Task.sleep(for: .milliseconds(5)) }
+            try #require(await eventually(interval: .milliseconds(5)) { results.withLock { $0.count } >= 5 })
             queue.resume()
             submit("resumed", [try StoredWrite("e", 1)])
             queue.finish()
@@ -234,14 +236,14 @@ struct CommitQueueTests {
             outcomes.withLock { $0.append("a") }
         }
         // Generous: when every suite runs at once, the committer's task may wait long for a thread.
-        let deadline = ContinuousClock.now + .seconds(60)
-        while store.calls.withLock({ $0 }).isEmpty, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        try #require(
+            await eventually(timeout: .seconds(60), interval: .milliseconds(5)) { !store.calls.withLock { $0 }.isEmpty }
+        )
         queue.submit([StoredWrite(path: "b", node: Node(.number(2)))]) { _ in outcomes.withLock { $0.append("b") } }
-        while store.calls.withLock({ $0 }).count < 2, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        try #require(
+            await eventually(timeout: .seconds(60), interval: .milliseconds(5)) {
+                store.calls.withLock { $0 }.count >= 2
+            })
         #expect(store.calls.withLock { $0 } == ["commit /a", "commit /b"])
         // Committed but unanswered writes still count against a submitter's bound.
         #expect(queue.uncommittedWrites == 2)

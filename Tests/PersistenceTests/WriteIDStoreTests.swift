@@ -1,3 +1,4 @@
+import CanopyTesting
 import Foundation
 import GRDB
 import Logging
@@ -229,14 +230,5 @@ struct WriteIDStoreTests {
         #expect(done.withLock { $0 } == ["failed", "stored"])
         #expect(store.commits.withLock { $0 }.map(\.writeIDs) == [["failed"], ["writer"]])
         #expect(try store.storedWriteIDs().map(\.client) == ["writer"])
-    }
-
-    private func eventually(_ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while !condition() {
-            guard ContinuousClock.now < deadline else { return false }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return true
     }
 }

@@ -1,3 +1,4 @@
+import CanopyTesting
 import Crypto
 import Foundation
 import NIOCore
@@ -37,12 +38,7 @@ final class ScriptedWebSocketServer: Sendable {
 
     /// Waits up to `timeout` until a client sent `frame`; returns whether one did.
     func waitForFrame(_ frame: String, timeout: Duration = .seconds(15)) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if receivedFrames.contains(frame) { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return receivedFrames.contains(frame)
+        await eventually(timeout: timeout, interval: .milliseconds(20)) { self.receivedFrames.contains(frame) }
     }
 
     /// Closes the listener and every connection.
