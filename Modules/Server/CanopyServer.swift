@@ -103,8 +103,6 @@ public struct CanopyServer: Sendable {
     ) async throws {
         let postgres = try await preparePostgres()
         if postgres == nil { try configuration.prepareDataDirectory() }
-        IndexRetention.maxPerNode = configuration.maxQueryIndexesPerNode
-        IndexRetention.unusedLifetime = configuration.queryIndexIdleTimeout
         try await prepareAuthentication()
         let application = makeApplication(onRunning: onRunning)
         // A service group shuts its services down in reverse order, each after the one behind it.

@@ -36,9 +36,11 @@ extension Database {
             push = clientHasIt ? nil : Push(kind: .overwrite, path: path, data: data.json(exportFormat: true), tag: tag)
         } else {
             let complete = CacheNode(node: data, isFullyInitialized: true, isFiltered: false)
-            let view = View(params: params, initialCache: ViewCache(eventCache: complete, serverCache: complete))
+            let (view, window) = IndexRetention.$current.withValue(indexRetention) {
+                let view = View(params: params, initialCache: ViewCache(eventCache: complete, serverCache: complete))
+                return (view, view.completeEventNode ?? .empty)
+            }
             listener.view = view
-            let window = view.completeEventNode ?? .empty
             push = Push(kind: .overwrite, path: path, data: window.json(exportFormat: true), tag: tag)
         }
         if listeners.add(listener) { metrics.listeners.increment() }
@@ -72,8 +74,10 @@ extension Database {
         guard mayRead(path, params: params, caller: caller) else { return nil }
         let data = root.child(at: path)
         if params.loadsAllData { return data }
-        var none: ChildChangeAccumulator?
-        return params.nodeFilter.updateFullNode(.empty, data, accumulator: &none)
+        return IndexRetention.$current.withValue(indexRetention) {
+            var none: ChildChangeAccumulator?
+            return params.nodeFilter.updateFullNode(.empty, data, accumulator: &none)
+        }
     }
 
     /// The pushes a write at `path` (from `old` to `new`) causes, per subscriber, in order.

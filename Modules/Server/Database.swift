@@ -37,6 +37,9 @@ actor Database {
     private let commits: CommitQueue
     /// Writes the store may fall behind before new writes are refused (`unavailable`).
     private let maxUncommittedWrites: Int
+    /// How long the indexes queries build on this namespace's tree are kept (bound around every
+    /// query and update of ``root``).
+    let indexRetention: IndexRetention
     /// Set while a connection's onDisconnect writes are applied: they are taken however far behind
     /// the store is (a connection's are bounded by `--max-on-disconnect-bytes`), since refusing
     /// them would lose them; they run once, and their stored record goes with them.
@@ -82,8 +85,10 @@ actor Database {
     /// Opens the database; `rules`, when given (`canopy-server --rules`), replaces the stored rules.
     init(
         name: String, store: any ServerStore, commits: CommitQueue, metrics: ServerMetrics, logger: Logger,
-        rules override: StartupRules? = nil, maxUncommittedWrites: Int = .max, stepDown: StepDownSignal? = nil
+        rules override: StartupRules? = nil, maxUncommittedWrites: Int = .max, stepDown: StepDownSignal? = nil,
+        indexRetention: IndexRetention = IndexRetention()
     ) throws {
+        self.indexRetention = indexRetention
         self.name = name
         self.lost = stepDown
         self.maxUncommittedWrites = maxUncommittedWrites
@@ -348,13 +353,15 @@ actor Database {
         // the tree, so the update changes it in place instead of copying the nodes on the way.
         let old = listeners.hasListeners(below: path) ? root : nil
         var writes = writes
-        for index in writes.indices {
-            // The tree holds what the store will hold when this write commits (the writes queued
-            // before it commit first, and a failed commit halts the ones after it).
-            writes[index].locationWasEmpty = root.child(at: writes[index].path).isEmpty
-            root.update(at: writes[index].path, to: writes[index].node)
+        let deliveries = IndexRetention.$current.withValue(indexRetention) {
+            for index in writes.indices {
+                // The tree holds what the store will hold when this write commits (the writes queued
+                // before it commit first, and a failed commit halts the ones after it).
+                writes[index].locationWasEmpty = root.child(at: writes[index].path).isEmpty
+                root.update(at: writes[index].path, to: writes[index].node)
+            }
+            return fanOut(at: path, old: old ?? root, new: root, merge: merge)
         }
-        let deliveries = fanOut(at: path, old: old ?? root, new: root, merge: merge)
         metrics.writes.increment(by: Int64(writes.count))
         submit(writes, deliveries: deliveries) { [name, lost] result in
             switch result {

@@ -227,7 +227,10 @@ actor DatabaseRegistry {
                     do {
                         database = try Database(
                             name: name, store: store, commits: queue, metrics: metrics, logger: logger, rules: rules,
-                            maxUncommittedWrites: configuration.maxUncommittedWrites, stepDown: signal)
+                            maxUncommittedWrites: configuration.maxUncommittedWrites, stepDown: signal,
+                            indexRetention: IndexRetention(
+                                maxPerNode: configuration.maxQueryIndexesPerNode,
+                                unusedLifetime: configuration.queryIndexIdleTimeout))
                     } catch {
                         try? store.close()
                         throw storageFailure(name, error, logger: logger)

@@ -68,10 +68,9 @@ public struct ServerConfiguration: Sendable {
     public var maxTotalPendingOutboundBytes: Int = 256 * 1024 * 1024
     /// Most sorted indexes a node keeps for queries ordered by priority, value or a child (they
     /// cost every write below the node O(log n) each); building one more drops the one used least
-    /// recently. Process-wide: it sets ``IndexRetention/maxPerNode`` when the server runs.
+    /// recently. Each namespace follows its server's setting (``IndexRetention``).
     public var maxQueryIndexesPerNode: Int = 8
     /// An index no query used for this long is dropped by the next write to its node.
-    /// Process-wide: it sets ``IndexRetention/unusedLifetime`` when the server runs.
     public var queryIndexIdleTimeout: Duration = .seconds(60)
     /// Writes a namespace may have applied and not yet committed (its disk stalled or slower than
     /// the writes arriving) before new writes are refused with status `unavailable` (REST 503).

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// How long the sorted indexes that queries build on a node are kept.
 ///
 /// A query ordered by priority, value or a child builds an index of the node's children on first
@@ -8,36 +6,32 @@ import Synchronization
 /// ``unusedLifetime`` is not carried to the nodes later updates derive, and a node keeps at most
 /// ``maxPerNode``, the one used least recently making room for a new one.
 ///
+/// The policy in force is ``current``, a task-local value: whoever queries and updates a tree binds
+/// its own, so two servers in one process keep their own settings.
+///
 /// ```swift
-/// IndexRetention.maxPerNode = 4              // a server sets these once, at start
-/// IndexRetention.unusedLifetime = .seconds(30)
+/// let retention = IndexRetention(maxPerNode: 4, unusedLifetime: .seconds(30))
+/// let updated = IndexRetention.$current.withValue(retention) { node.updating(at: path, to: value) }
 /// ```
-public enum IndexRetention {
-    // Atomics, not a lock: every update of a node with indexes reads the lifetime, from every thread.
-    private static let maxPerNodeSetting = Atomic(8)
-    private static let unusedLifetimeNanoseconds = Atomic<Int64>(60_000_000_000)
+public struct IndexRetention: Sendable {
+    /// Most indexes one node keeps (key order needs none). At least 1.
+    public var maxPerNode: Int
+    /// How long an index no query used is kept.
+    public var unusedLifetime: Duration
+    /// The clock index use is measured with (tests move it forward instead of waiting).
+    public var now: @Sendable () -> ContinuousClock.Instant
 
-    /// Most indexes one node keeps (key order needs none). Default 8.
-    public static var maxPerNode: Int {
-        get { maxPerNodeSetting.load(ordering: .relaxed) }
-        set { maxPerNodeSetting.store(max(1, newValue), ordering: .relaxed) }
+    public init(
+        maxPerNode: Int = 8, unusedLifetime: Duration = .seconds(60),
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
+    ) {
+        self.maxPerNode = max(1, maxPerNode)
+        self.unusedLifetime = unusedLifetime
+        self.now = now
     }
 
-    /// How long an index no query used is kept. Default 60 s.
-    public static var unusedLifetime: Duration {
-        get { .nanoseconds(unusedLifetimeNanoseconds.load(ordering: .relaxed)) }
-        set {
-            let (seconds, attoseconds) = newValue.components
-            unusedLifetimeNanoseconds.store(seconds * 1_000_000_000 + attoseconds / 1_000_000_000, ordering: .relaxed)
-        }
-    }
-
-    /// Moves this task's clock for index retention forward (tests of expiry, without waiting).
-    @TaskLocal public static var clockOffset: Duration = .zero
-
-    static func now() -> ContinuousClock.Instant {
-        ContinuousClock.now + clockOffset
-    }
+    /// The policy queries and updates on this task follow; the defaults when none was bound.
+    @TaskLocal public static var current = IndexRetention()
 }
 
 /// A built index and when a query last used it.

@@ -298,7 +298,8 @@ extension Node: Equatable {
     func updating(key: ChildKey, old: Node?, new: Node, map: ChildMap) -> ChildrenStorage {
         var indexes = indexSnapshot
         if !indexes.isEmpty {
-            let expired = IndexRetention.now() - IndexRetention.unusedLifetime
+            let retention = IndexRetention.current
+            let expired = retention.now() - retention.unusedLifetime
             for (index, built) in indexes {
                 guard built.lastUsed >= expired else {
                     indexes[index] = nil
@@ -347,7 +348,8 @@ extension Node: Equatable {
     /// lifetime (and carried to nodes derived from it by updates while queries use it; see
     /// ``IndexRetention``).
     func sorted(by index: Index) -> IndexedChildren {
-        let now = IndexRetention.now()
+        let retention = IndexRetention.current
+        let now = retention.now()
         let found = cache.withLock { cache -> IndexedChildren? in
             guard let built = cache.indexes[index]?.children else { return nil }
             cache.indexes[index]?.lastUsed = now
@@ -358,7 +360,7 @@ extension Node: Equatable {
         let order = IndexOrder(index)
         all.sort { order.compare($0, $1) < 0 }
         let built = IndexedChildren(sorted: all.lazy.map { ($0, ()) }, order: order)
-        let limit = IndexRetention.maxPerNode
+        let limit = retention.maxPerNode
         cache.withLock { cache in
             while cache.indexes.count >= limit,
                 let oldest = cache.indexes.min(by: { $0.value.lastUsed < $1.value.lastUsed })?.key

@@ -56,7 +56,7 @@ struct IndexMaintenanceTests {
     }
 
     @Test func aNodeKeepsAtMostMaxPerNodeIndexesDroppingTheLeastRecentlyUsed() throws {
-        let limit = IndexRetention.maxPerNode
+        let limit = IndexRetention.current.maxPerNode
         let names = (0...limit + 1).map { "f\($0)" }
         let fields = names.map { Path($0) }
         var children: [String: JSONValue] = [:]
@@ -77,17 +77,48 @@ struct IndexMaintenanceTests {
 
     @Test func anIndexNoQueryUsedForItsLifetimeIsNotCarriedByUpdates() throws {
         let node = Self.queried(Self.mixed)
-        let soon = try IndexRetention.$clockOffset.withValue(IndexRetention.unusedLifetime - .seconds(1)) {
+        let lifetime = IndexRetention.current.unusedLifetime
+        let soon = try IndexRetention.$current.withValue(Self.retention(movedBy: lifetime - .seconds(1))) {
             node.updatingChild("z", to: try Node(json: ["score": 1]))
         }
         #expect(soon.hasBuiltIndex(Self.score))
-        let later = try IndexRetention.$clockOffset.withValue(IndexRetention.unusedLifetime + .seconds(1)) {
+        let later = try IndexRetention.$current.withValue(Self.retention(movedBy: lifetime + .seconds(1))) {
             node.updatingChild("z", to: try Node(json: ["score": 1]))
         }
         #expect(!later.hasBuiltIndex(Self.score))
         // Queried again, it is built again, in order.
         #expect(Self.keys(later).first == "c")
         #expect(later.hasBuiltIndex(Self.score))
+    }
+
+    /// The default policy, its clock moved forward by `offset`.
+    static func retention(movedBy offset: Duration) -> IndexRetention {
+        IndexRetention(now: { ContinuousClock.now + offset })
+    }
+
+    /// Two policies bound on two tasks at once (two servers in one process) each hold on their own.
+    @Test func eachTaskFollowsThePolicyItBound() async throws {
+        let names = (0..<4).map { "f\($0)" }
+        var children: [String: JSONValue] = [:]
+        for key in ["a", "b"] {
+            children[key] = .object(Dictionary(uniqueKeysWithValues: names.map { ($0, JSONValue.string(key)) }))
+        }
+        let json = JSONValue.object(children)
+        let counts = try await withThrowingTaskGroup(of: (Int, Int).self) { group in
+            for limit in [1, 3] {
+                group.addTask {
+                    let node = try Node(json: json)
+                    return IndexRetention.$current.withValue(IndexRetention(maxPerNode: limit)) {
+                        for name in names { _ = Self.queried(node, .child(Path(name))) }
+                        return (limit, names.filter { node.hasBuiltIndex(.child(Path($0))) }.count)
+                    }
+                }
+            }
+            var counts: [Int: Int] = [:]
+            for try await (limit, count) in group { counts[limit] = count }
+            return counts
+        }
+        #expect(counts == [1: 1, 3: 3])
     }
 
     @Test func changingAChildsScoreMovesItInTheCarriedIndex() throws {

@@ -1,0 +1,45 @@
+import CanopyTesting
+import Logging
+import Persistence
+import Query
+import Testing
+import Tree
+
+@testable import CanopyServer
+
+/// Each namespace keeps query indexes by its own server's settings, so two servers in one process
+/// (tests, an app embedding two) do not change each other's.
+struct IndexRetentionTests {
+    @Test func twoDatabasesInOneProcessKeepTheirOwnIndexLimits() async throws {
+        let names = (0..<4).map { "f\($0)" }
+        var children: [String: JSONValue] = [:]
+        for key in ["a", "b", "c"] {
+            children[key] = .object(Dictionary(uniqueKeysWithValues: names.map { ($0, JSONValue.string(key)) }))
+        }
+        let logger = Logger(label: "test")
+        var built: [Int: Int] = [:]
+        for limit in [1, 3] {
+            let store = InMemoryServerStore()
+            let queue = CommitQueue(store: store, logger: logger)
+            let committer = Task { await queue.run() }
+            defer {
+                queue.finish()
+                committer.cancel()
+            }
+            let database = try Database(
+                name: "limit\(limit)", store: store, commits: queue, metrics: ServerMetrics(), logger: logger,
+                indexRetention: IndexRetention(maxPerNode: limit))
+            guard case .ok = await database.set("items", json: .object(children), as: .admin) else {
+                Issue.record("the data was not stored")
+                return
+            }
+            for name in names {
+                let params = try QueryParams().ordered(by: .child(Path(name))).limited(toFirst: 1)
+                #expect(await database.read("items", params: params, caller: .admin)?.childCount == 1)
+            }
+            let items = await database.root.child("items")
+            built[limit] = names.filter { items.hasBuiltIndex(.child(Path($0))) }.count
+        }
+        #expect(built == [1: 1, 3: 3])
+    }
+}
