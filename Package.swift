@@ -18,6 +18,8 @@ let package = Package(
         .library(name: "SyncEngine", targets: ["SyncEngine"]),
         .library(name: "Canopy", targets: ["Canopy"]),
         .library(name: "Persistence", targets: ["Persistence"]),
+        .library(name: "ServerStorage", targets: ["ServerStorage"]),
+        .library(name: "ClientCache", targets: ["ClientCache"]),
         .library(name: "PostgresStore", targets: ["PostgresStore"]),
         .library(name: "Transport", targets: ["Transport"]),
         .library(name: "Presence", targets: ["Presence"]),
@@ -68,27 +70,39 @@ let package = Package(
         .target(
             name: "Canopy",
             dependencies: [
-                "Tree", "Query", "SyncEngine", "Transport", "Persistence",
+                "Tree", "Query", "SyncEngine", "Transport", "ClientCache",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Modules/Canopy",
             swiftSettings: swiftSettings
         ),
+        .target(name: "Persistence", path: "Modules/Persistence", swiftSettings: swiftSettings),
         .target(
-            name: "Persistence",
+            name: "ServerStorage",
             dependencies: [
-                "Tree",
+                "Tree", "Persistence",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Modules/Persistence",
+            path: "Modules/ServerStorage",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "ClientCache",
+            dependencies: [
+                "Tree", "Persistence",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Modules/ClientCache",
             swiftSettings: swiftSettings
         ),
         .target(
             name: "PostgresStore",
             dependencies: [
-                "Tree", "Persistence",
+                "Tree", "Persistence", "ServerStorage",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
@@ -128,7 +142,8 @@ let package = Package(
         .target(
             name: "CanopyServer",
             dependencies: [
-                "Tree", "Query", "Persistence", "PostgresStore", "Transport", "Presence", "Auth", "Rules",
+                "Tree", "Query", "Persistence", "ServerStorage", "PostgresStore", "Transport", "Presence", "Auth",
+                "Rules",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -229,7 +244,7 @@ let package = Package(
         .testTarget(
             name: "PersistenceTests",
             dependencies: [
-                "Tree", "Persistence", "PostgresStore", "CanopyTesting",
+                "Tree", "Persistence", "ServerStorage", "ClientCache", "PostgresStore", "CanopyTesting",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -273,7 +288,7 @@ let package = Package(
         .testTarget(
             name: "CanopyTests",
             dependencies: [
-                "Canopy", "CanopyTesting", "CanopyServer", "Auth", "Persistence", "Transport", "Tree",
+                "Canopy", "CanopyTesting", "CanopyServer", "Auth", "Persistence", "ClientCache", "Transport", "Tree",
                 "canopy-write-probe",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -296,7 +311,9 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "CanopyTesting", "CanopyServer", "Persistence", "Presence", "Transport", "Tree", "Query", "Auth",
+                "CanopyTesting", "CanopyServer", "Persistence", "ServerStorage", "Presence", "Transport", "Tree",
+                "Query",
+                "Auth",
                 "Rules",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -42,7 +42,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "Tree", package: "canopy"),
-                .product(name: "Persistence", package: "canopy"),
+                .product(name: "ClientCache", package: "canopy"),
                 .product(name: "Canopy", package: "canopy"),
                 .product(name: "CanopyServer", package: "canopy"),
                 .product(name: "CanopyTesting", package: "canopy"),

@@ -1,8 +1,8 @@
 import Benchmark
 import Canopy
+import ClientCache
 import Dispatch
 import Foundation
-import Persistence
 import Synchronization
 import Tree
 

@@ -1,7 +1,7 @@
+import ClientCache
 public import Dispatch
 public import Foundation
 import Logging
-import Persistence
 import Synchronization
 import Transport
 import Tree

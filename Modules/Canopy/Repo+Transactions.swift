@@ -1,5 +1,5 @@
+import ClientCache
 import Dispatch
-import Persistence
 import Query
 import SyncEngine
 import Synchronization

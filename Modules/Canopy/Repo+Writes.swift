@@ -1,7 +1,7 @@
+import ClientCache
 import Dispatch
 import Foundation
 import Logging
-import Persistence
 import Query
 import SyncEngine
 import Synchronization

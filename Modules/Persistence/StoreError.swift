@@ -1,4 +1,4 @@
-/// What went wrong in a ``ServerStore``, and where.
+/// What went wrong in a store (the server's `ServerStore` or the client's `ClientStore`), and where.
 ///
 /// Every case names the database file (or the offending path) so that a log line alone says what
 /// failed:

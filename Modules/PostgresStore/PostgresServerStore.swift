@@ -1,6 +1,6 @@
 import Logging
-public import Persistence
 import PostgresNIO
+public import ServerStorage
 import Synchronization
 public import Tree
 

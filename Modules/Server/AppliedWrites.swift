@@ -1,4 +1,4 @@
-import Persistence
+import ServerStorage
 import Synchronization
 import Transport
 

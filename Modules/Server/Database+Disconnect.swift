@@ -1,7 +1,7 @@
 import Logging
-import Persistence
 import Presence
 import Rules
+import ServerStorage
 import Tree
 
 /// onDisconnect operations kept in a store that several processes share (PostgreSQL): stored

@@ -7,6 +7,7 @@ import Presence
 import Prometheus
 import Query
 import Rules
+import ServerStorage
 import Transport
 import Tree
 

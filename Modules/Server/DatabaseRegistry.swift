@@ -4,6 +4,7 @@ import NIOPosix
 import Persistence
 import PostgresStore
 import Prometheus
+import ServerStorage
 import ServiceLifecycle
 import Tree
 

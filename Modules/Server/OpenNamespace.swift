@@ -1,5 +1,5 @@
 import Dispatch
-import Persistence
+import ServerStorage
 import Synchronization
 
 /// A namespace the ``DatabaseRegistry`` holds open: its database, store and committer, and how

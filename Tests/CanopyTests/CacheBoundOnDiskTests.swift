@@ -1,7 +1,7 @@
 import CanopyServer
 import CanopyTesting
+import ClientCache
 import Foundation
-import Persistence
 import Testing
 import Tree
 

@@ -8,7 +8,7 @@ import Testing
 import Tree
 
 @testable import Canopy
-@testable import Persistence
+@testable import ClientCache
 
 /// Collects what a logger was told at `.error` and above.
 final class ErrorLog: LogHandler, Sendable {

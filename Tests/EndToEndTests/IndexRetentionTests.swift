@@ -1,7 +1,7 @@
 import CanopyTesting
 import Logging
-import Persistence
 import Query
+import ServerStorage
 import Testing
 import Tree
 

@@ -2,7 +2,7 @@ import CanopyServer
 import CanopyTesting
 import Foundation
 import GRDB
-import Persistence
+import ServerStorage
 import Testing
 import Transport
 import Tree

@@ -5,8 +5,8 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOEmbedded
-import Persistence
 import Presence
+import ServerStorage
 import Synchronization
 import Testing
 import Transport

@@ -1,10 +1,10 @@
 import CanopyTesting
 import Dispatch
 import Logging
-import Persistence
 import Presence
 import Query
 import Rules
+import ServerStorage
 import Synchronization
 import Testing
 import Tree

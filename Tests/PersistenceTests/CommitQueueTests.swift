@@ -2,6 +2,7 @@ import CanopyTesting
 import Dispatch
 import Logging
 import Persistence
+import ServerStorage
 import Synchronization
 import Testing
 import Tree

@@ -1,5 +1,5 @@
 import Foundation
-import Persistence
+import ServerStorage
 import Synchronization
 import Testing
 import Tree

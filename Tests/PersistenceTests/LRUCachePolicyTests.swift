@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import Tree
 
-@testable import Persistence
+@testable import ClientCache
 
 /// Which tracked queries the client cache evicts, and what an eviction removes from the store.
 struct LRUCachePolicyTests {

@@ -1,4 +1,4 @@
-import Persistence
+import ServerStorage
 import Testing
 import Tree
 

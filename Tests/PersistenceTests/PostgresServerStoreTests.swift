@@ -2,8 +2,8 @@ import CanopyTesting
 import Dispatch
 import Foundation
 import Logging
-import Persistence
 import PostgresStore
+import ServerStorage
 import Testing
 import Tree
 

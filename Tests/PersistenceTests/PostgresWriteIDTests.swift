@@ -1,5 +1,5 @@
 import CanopyTesting
-import Persistence
+import ServerStorage
 import Testing
 import Tree
 

@@ -3,7 +3,7 @@ import GRDB
 import Testing
 import Tree
 
-@testable import Persistence
+@testable import ClientCache
 
 /// The client store's files take about what it holds: freed pages go back to the file system, the
 /// write-ahead log is kept near its limit, and a file made before either is converted.

@@ -4,6 +4,7 @@ import GRDB
 import Testing
 import Tree
 
+@testable import ClientCache
 @testable import Persistence
 
 /// The client's SQLite store: the server cache by location, the write queue, tracked queries, the

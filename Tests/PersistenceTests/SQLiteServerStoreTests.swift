@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Persistence
+import ServerStorage
 import Testing
 import Tree
 

@@ -1,4 +1,5 @@
 import Persistence
+import ServerStorage
 import Testing
 import Tree
 

@@ -1,7 +1,7 @@
 import Testing
 import Tree
 
-@testable import Persistence
+@testable import ServerStorage
 
 struct StoredValueTests {
     @Test(arguments: [

@@ -1,5 +1,5 @@
 import Foundation
-import Persistence
+import ServerStorage
 import Tree
 
 /// A fresh folder under the system's temporary directory, removed when `body` returns.

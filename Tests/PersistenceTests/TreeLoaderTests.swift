@@ -1,7 +1,7 @@
 import Testing
 import Tree
 
-@testable import Persistence
+@testable import ServerStorage
 
 struct TreeLoaderTests {
     private func load(_ rows: [(String, String)]) throws -> Node {

@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import Logging
 import Persistence
+import ServerStorage
 import Synchronization
 import Testing
 import Tree

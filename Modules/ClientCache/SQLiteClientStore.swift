@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+public import Persistence
 import Synchronization
 import Tree
 

@@ -1,3 +1,4 @@
+import Persistence
 import Tree
 
 /// The JSON text of a leaf or priority, as the `value` column of the `nodes` table holds it:

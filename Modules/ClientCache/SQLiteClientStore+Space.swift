@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+public import Persistence
 public import Tree
 
 extension SQLiteClientStore {

@@ -1,4 +1,5 @@
 import GRDB
+public import Persistence
 import Tree
 
 extension SQLiteClientStore {

@@ -1,3 +1,4 @@
+public import Persistence
 public import Tree
 
 /// What the Swift client SDK keeps on the device when persistence is on: the data the server sent

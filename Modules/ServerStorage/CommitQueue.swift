@@ -1,5 +1,6 @@
 import Dispatch
 public import Logging
+import Persistence
 import Synchronization
 public import Tree
 

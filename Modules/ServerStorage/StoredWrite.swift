@@ -1,3 +1,4 @@
+import Persistence
 public import Tree
 
 /// One overwrite of the data at ``path`` with ``node`` (``Node/empty`` deletes). A multi-path update

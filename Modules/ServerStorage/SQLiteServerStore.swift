@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 public import Logging
+public import Persistence
 import Synchronization
 public import Tree
 

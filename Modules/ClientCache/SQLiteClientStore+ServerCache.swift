@@ -1,4 +1,5 @@
 import GRDB
+public import Persistence
 public import Tree
 
 extension SQLiteClientStore {

@@ -1,5 +1,6 @@
 import GRDB
 import Logging
+public import Persistence
 
 extension SQLiteServerStore {
     /// The rows of `write_ids`, least recently seen client first. A row that does not read back is

@@ -1,3 +1,4 @@
+public import Persistence
 import Synchronization
 public import Tree
 

@@ -1,3 +1,4 @@
+public import Persistence
 public import Tree
 
 /// When a client cache is over its size, and which tracked queries to evict then: the least

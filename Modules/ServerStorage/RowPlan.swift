@@ -1,3 +1,4 @@
+package import Persistence
 import Tree
 
 /// One change to the rows of a store that keeps a row per leaf and per priority (see
