@@ -25,7 +25,8 @@ public final class Database: Sendable {
     public let url: String
     let endpoint: Result<RealtimeEndpoint, DatabaseError>
     private let settings: Mutex<Settings>
-    private let connector: Connector
+    /// The connector tests give; `nil` connects for real with ``serverTrust``.
+    private let connector: Connector?
     private let transactionBlocks = TransactionRegistry()
     let logger: Logger
 
@@ -39,6 +40,7 @@ public final class Database: Sendable {
         var serverUpdatesBetweenCacheChecks = 1_000
         var networkPathMonitor: (any NetworkPathMonitor)? = Database.systemNetworkPathMonitor
         var reconnectBackoff = ReconnectBackoff()
+        var serverTrust = ServerTrust.systemRoots
     }
 
     private static let instances = Mutex<[String: Database]>([:])
@@ -61,7 +63,7 @@ public final class Database: Sendable {
     public static func database(url: String) -> Database {
         instances.withLock { instances in
             if let existing = instances[url] { return existing }
-            let database = Database(url: url, connector: Self.realtimeConnector)
+            let database = Database(url: url, connector: nil)
             instances[url] = database
             return database
         }
@@ -70,7 +72,7 @@ public final class Database: Sendable {
     /// Every database ``database(url:)`` made, for ``DatabaseReference/goOffline()``.
     static var everyInstance: [Database] { instances.withLock { Array($0.values) } }
 
-    init(url: String, connector: @escaping Connector, logger: Logger = Logger(label: "canopy.client")) {
+    init(url: String, connector: Connector?, logger: Logger = Logger(label: "canopy.client")) {
         self.url = url
         self.connector = connector
         self.logger = logger.answeringLoggingSwitch
@@ -101,9 +103,15 @@ public final class Database: Sendable {
         #endif
     }
 
-    static let realtimeConnector: Connector = { endpoint, lastSession in
-        try await RealtimeClient.connect(
-            to: endpoint, lastSession: lastSession, logger: Logger(label: "canopy.connection").answeringLoggingSwitch)
+    static let realtimeConnector = realtimeConnector(trust: .system)
+
+    /// Connects for real, accepting the server certificates `trust` accepts.
+    static func realtimeConnector(trust: TLSTrust) -> Connector {
+        { endpoint, lastSession in
+            try await RealtimeClient.connect(
+                to: endpoint, lastSession: lastSession, trust: trust,
+                logger: Logger(label: "canopy.connection").answeringLoggingSwitch)
+        }
     }
 
     // MARK: Settings
@@ -223,6 +231,27 @@ public final class Database: Sendable {
         set { settings.withLock { $0.reconnectBackoff = newValue } }
     }
 
+    /// Which TLS certificates the server of an `https://` URL may present: the system's trust
+    /// roots by default, a private CA added, or (in tests only) one pinned self-signed
+    /// certificate. Set it before the first reference is made; a later change is ignored and
+    /// logged.
+    ///
+    /// ```swift
+    /// database.serverTrust = try .addingCertificateAuthorities(pemFile: URL(fileURLWithPath: "/etc/canopy/ca.pem"))
+    /// ```
+    public var serverTrust: ServerTrust {
+        get { settings.withLock { $0.serverTrust } }
+        set {
+            settings.withLock { settings in
+                guard settings.repo == nil else {
+                    logger.error("\(DatabaseError.tooLate("serverTrust"))")
+                    return
+                }
+                settings.serverTrust = newValue
+            }
+        }
+    }
+
     private func logErrors(_ body: () throws(DatabaseError) -> Void) {
         do { try body() } catch { logger.error("\(error)") }
     }
@@ -263,7 +292,8 @@ public final class Database: Sendable {
                 }
             }
             let repo = Repo(
-                endpoint: endpoint, callbacks: settings.callbacks, connector: connector, logger: logger,
+                endpoint: endpoint, callbacks: settings.callbacks,
+                connector: connector ?? Self.realtimeConnector(trust: settings.serverTrust.trust), logger: logger,
                 persistence: persistence, transactionBlocks: transactionBlocks,
                 followsHelloHost: settings.emulator == nil, reconnectBackoff: settings.reconnectBackoff,
                 networkPathMonitor: settings.networkPathMonitor)
@@ -399,6 +429,16 @@ public final class Database: Sendable {
 
     /// Reconnects after ``goOffline()``.
     public func goOnline() { repo?.resume() }
+
+    /// Why the SDK cannot connect, when waiting will not fix it: ``DatabaseError/certificateRefused(_:)``
+    /// when the server's TLS certificate was refused (see ``serverTrust``). `nil` once a connection
+    /// opens, and while failures are the network's (the SDK retries those by itself).
+    ///
+    /// ```swift
+    /// if let error = database.connectionError { print(error) }
+    /// // the server's certificate was refused: the TLS certificate of db.example.com:443 is not trusted: …
+    /// ```
+    public var connectionError: DatabaseError? { repo?.state.withLock { $0.connectionError } }
 
     /// Cancels every write not yet acknowledged by the server: their local events are reverted and
     /// their completions get ``DatabaseError/writeCanceled``.

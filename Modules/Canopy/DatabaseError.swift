@@ -41,13 +41,16 @@ public enum DatabaseError: Error, Sendable, Equatable, CustomStringConvertible, 
     case transactionNotRegistered(String)
     /// A setting given a value it cannot take (such as a cache size outside 1 MB to 100 MB).
     case invalidSetting(String, reason: String)
+    /// The server's TLS certificate was refused (see ``ServerTrust``): the message says whose and
+    /// why. The SDK keeps retrying, but only a change of certificate or of trust will help.
+    case certificateRefused(String)
 
     /// The Firebase error code this error corresponds to.
     public var code: String {
         switch self {
         case .invalidPath, .invalidValue, .invalidQuery, .invalidSetting: "invalid_argument"
         case .server(let status, _): status
-        case .offline, .notCached: "unavailable"
+        case .offline, .notCached, .certificateRefused: "unavailable"
         case .transactionAborted: "aborted"
         case .transactionNotRegistered: "invalid_argument"
         case .transactionMaxRetries: "maxretry"
@@ -73,6 +76,7 @@ public enum DatabaseError: Error, Sendable, Equatable, CustomStringConvertible, 
         case .writeCanceled: "the write was canceled by purgeOutstandingWrites()"
         case .tooLate(let setting): "\(setting) must be set before the database is first used"
         case .invalidSetting(let setting, let reason): "invalid \(setting): \(reason)"
+        case .certificateRefused(let message): "the server's certificate was refused: \(message)"
         }
     }
 

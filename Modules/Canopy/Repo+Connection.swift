@@ -47,13 +47,22 @@ extension Repo {
                     state.reconnectAtOnce = redirect != nil && redirects <= Self.maxRedirectsAtOnce
                 }
             } catch {
-                logger.debug("could not connect", metadata: ["endpoint": "\(target)", "error": "\(error)"])
+                var refusal: DatabaseError?
+                if case RealtimeClientError.certificateRefused(let message) = error {
+                    refusal = .certificateRefused(message)
+                } else {
+                    logger.debug("could not connect", metadata: ["endpoint": "\(target)", "error": "\(error)"])
+                }
                 // A host the server redirected to that cannot be reached is not tried again.
-                let waiters = state.withLock { state in
+                let (waiters, isNew) = state.withLock { state in
                     state.redirect = nil
                     state.lastAttemptFailed = true
-                    return takeConnectionWaiters(in: &state)
+                    let isNew = refusal != nil && refusal != state.connectionError
+                    if refusal != nil { state.connectionError = refusal }
+                    return (takeConnectionWaiters(in: &state), isNew)
                 }
+                // An error the app must act on, logged once (not at every retry).
+                if isNew, let refusal { logger.error("cannot connect: \(refusal)") }
                 for waiter in waiters { waiter.resume() }
             }
             if Task.isCancelled { return }
@@ -139,6 +148,7 @@ extension Repo {
             state.connected = true
             state.networkPathReturned = false
             state.lastAttemptFailed = false
+            state.connectionError = nil
             state.lastSessionID = link.hello.sessionID
             state.serverTimeOffset = Double(link.hello.timestamp) - (Date().timeIntervalSince1970 * 1000).rounded()
             var events = state.info.applyServerOverwrite(Node(.number(state.serverTimeOffset)), at: Self.offsetPath)

@@ -136,6 +136,8 @@ final class Repo: Sendable {
         /// The last connection attempt failed, or the connection was lost: offline until one opens
         /// (`goOnline()` clears it, as its attempt starts at once).
         var lastAttemptFailed = false
+        /// Why connecting fails when retrying alone will not help (a refused certificate).
+        var connectionError: DatabaseError?
         var lastSessionID: String?
         /// Where the server's last `r` (reset) message, or the host its hello named, sent this
         /// client; dropped when it cannot be reached, so the configured server is tried again.

@@ -44,17 +44,51 @@ public final class RealtimeClient: Sendable {
     ///     Ignored for `ws://`.
     ///   - keepaliveInterval: a keepalive frame `"0"` is sent when nothing was sent for this long.
     /// - Throws: ``RealtimeClientError/connectFailed(_:)`` when the server cannot be reached or
-    ///   does not upgrade (or its first message is not a hello), ``RealtimeClientError/timedOut(_:)``
-    ///   when no hello came within `timeout`.
+    ///   does not upgrade (or its first message is not a hello), ``RealtimeClientError/certificateRefused(_:)``
+    ///   when its TLS certificate is refused, ``RealtimeClientError/timedOut(_:)`` when no hello
+    ///   came within `timeout`.
     public static func connect(
         to endpoint: RealtimeEndpoint, lastSession: String? = nil, timeout: Duration = .seconds(30),
         tlsConfiguration: TLSConfiguration? = nil, keepaliveInterval: Duration = .seconds(45), logger: Logger
     ) async throws(RealtimeClientError) -> RealtimeClient {
+        try await connect(
+            to: endpoint, lastSession: lastSession, timeout: timeout,
+            tls: endpoint.secure ? (tlsConfiguration ?? .makeClientConfiguration()) : nil,
+            trust: tlsConfiguration == nil ? .system : TLSTrust(kind: .custom), keepaliveInterval: keepaliveInterval,
+            logger: logger)
+    }
+
+    /// Connects to `endpoint`, accepting the server certificates `trust` accepts on `wss://`, and
+    /// waits for the hello.
+    ///
+    /// ```swift
+    /// let trust = try TLSTrust.addingCertificateAuthorities(pemFile: "/etc/canopy/ca.pem")
+    /// let client = try await RealtimeClient.connect(to: endpoint, trust: trust, logger: logger)
+    /// ```
+    ///
+    /// - Throws: as ``connect(to:lastSession:timeout:tlsConfiguration:keepaliveInterval:logger:)``.
+    public static func connect(
+        to endpoint: RealtimeEndpoint, lastSession: String? = nil, timeout: Duration = .seconds(30),
+        trust: TLSTrust, keepaliveInterval: Duration = .seconds(45), logger: Logger
+    ) async throws(RealtimeClientError) -> RealtimeClient {
+        let tls =
+            endpoint.secure
+            ? try await trust.clientConfiguration(host: endpoint.host, port: endpoint.port, timeout: timeout) : nil
+        return try await connect(
+            to: endpoint, lastSession: lastSession, timeout: timeout, tls: tls, trust: trust,
+            keepaliveInterval: keepaliveInterval, logger: logger)
+    }
+
+    private static func connect(
+        to endpoint: RealtimeEndpoint, lastSession: String?, timeout: Duration, tls: TLSConfiguration?,
+        trust: TLSTrust, keepaliveInterval: Duration, logger: Logger
+    ) async throws(RealtimeClientError) -> RealtimeClient {
         let connection = RealtimeConnection(
             url: endpoint.webSocketURL(lastSession: lastSession), keepaliveInterval: keepaliveInterval,
             logger: logger)
-        connection.start(
-            tlsConfiguration: endpoint.secure ? (tlsConfiguration ?? .makeClientConfiguration()) : nil)
+        connection.start(tlsConfiguration: tls) { error in
+            trust.refusal(of: error, host: endpoint.host, port: endpoint.port)
+        }
         let hello = try await connection.waitForHello(timeout: timeout)
         return RealtimeClient(hello: hello, endpoint: endpoint, connection: connection)
     }

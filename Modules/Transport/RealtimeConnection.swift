@@ -62,9 +62,10 @@ final class RealtimeConnection: Sendable {
 
     // MARK: Opening
 
-    /// Starts connecting (with TLS when `tlsConfiguration` is given).
-    func start(tlsConfiguration: TLSConfiguration?) {
-        let task = Task { await self.run(tlsConfiguration: tlsConfiguration) }
+    /// Starts connecting (with TLS when `tlsConfiguration` is given); `refusal` tells a failure
+    /// that is the server's certificate being refused, and why.
+    func start(tlsConfiguration: TLSConfiguration?, refusal: @escaping @Sendable (any Error) -> String?) {
+        let task = Task { await self.run(tlsConfiguration: tlsConfiguration, refusal: refusal) }
         state.withLock { $0.task = task }
     }
 
@@ -112,7 +113,7 @@ final class RealtimeConnection: Sendable {
 
     // MARK: Running
 
-    private func run(tlsConfiguration: TLSConfiguration?) async {
+    private func run(tlsConfiguration: TLSConfiguration?, refusal: @Sendable (any Error) -> String?) async {
         let configuration = WebSocketClientConfiguration(
             maxFrameSize: Self.maxWebSocketMessageBytes, closeTimeout: Self.closeTimeout, autoPing: .disabled)
         do {
@@ -130,6 +131,8 @@ final class RealtimeConnection: Sendable {
         } catch {
             if state.withLock({ $0.isGreeted }) {
                 end(.closed("connection lost: \(error)"))
+            } else if let reason = refusal(error) {
+                end(.certificateRefused(reason))
             } else {
                 end(.connectFailed("\(url): \(error)"))
             }
