@@ -3,6 +3,8 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
+import NIOSSL
+import Transport
 import Tree
 
 /// The REST API of one database (PROTOCOL.md, "REST"): every request carries the namespace and the
@@ -15,15 +17,21 @@ struct RESTClient: Sendable {
     /// Seconds a request may take, from connecting to the end of its answer.
     let timeout: Double
     private let http: HTTPClient
+    /// Which certificates an `https://` server may present, to explain a refusal.
+    private let trust: TLSTrust
     /// Logs each request at debug level (`CANOPY_LOG_LEVEL=debug`).
     private let logger = Logger(label: "canopy.rest")
 
-    init(base: String, namespace: String?, token: String?, timeout: Double) {
+    init(
+        base: String, namespace: String?, token: String?, timeout: Double, tls: TLSConfiguration? = nil,
+        trust: TLSTrust = .system
+    ) {
         self.base = base
         self.namespace = namespace
         self.token = token
         self.timeout = timeout
-        var configuration = HTTPClient.Configuration()
+        self.trust = trust
+        var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
         // Fail at once when the server is not there, instead of retrying until the deadline.
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.timeout = .init(connect: .milliseconds(Int64(timeout * 1000)))
@@ -84,7 +92,7 @@ struct RESTClient: Sendable {
         do {
             response = try await http.execute(request, timeout: .milliseconds(Int64(timeout * 1000)))
         } catch {
-            throw Self.unreachable(error, base: base, what: what, timeout: timeout)
+            throw Self.unreachable(error, base: base, what: what, timeout: timeout, trust: trust)
         }
         guard (200..<300).contains(response.status.code) else {
             let text = try? await response.body.collect(upTo: 1 << 20)
@@ -101,7 +109,7 @@ struct RESTClient: Sendable {
             let response = try await http.execute(request, timeout: .milliseconds(Int64(timeout * 1000)))
             _ = try? await response.body.collect(upTo: 1 << 20)
         } catch {
-            throw Self.unreachable(error, base: base, what: "GET /", timeout: timeout)
+            throw Self.unreachable(error, base: base, what: "GET /", timeout: timeout, trust: trust)
         }
     }
 
@@ -116,7 +124,8 @@ struct RESTClient: Sendable {
         } catch is NIOTooManyBytesError {
             return nil
         } catch {
-            throw Self.unreachable(error, base: base, what: "\(method.rawValue) \(target)", timeout: timeout)
+            throw Self.unreachable(
+                error, base: base, what: "\(method.rawValue) \(target)", timeout: timeout, trust: trust)
         }
     }
 
@@ -133,9 +142,21 @@ struct RESTClient: Sendable {
         return buffer
     }
 
-    /// The error a transport failure stands for.
-    static func unreachable(_ error: any Error, base: String, what: String, timeout: Double) -> CLIError {
+    /// The error a transport failure stands for; a refused TLS certificate says so, and why.
+    static func unreachable(
+        _ error: any Error, base: String, what: String, timeout: Double, trust: TLSTrust = .system
+    ) -> CLIError {
         let seconds = String(format: "%g", timeout)
+        if case RealtimeClientError.certificateRefused(let reason) = error {
+            return .unreachable("certificate refused: \(reason)")
+        }
+        if let components = URLComponents(string: base), let host = components.host,
+            let reason = trust.refusal(
+                of: error, host: host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host,
+                port: components.port ?? 443)
+        {
+            return .unreachable("certificate refused: \(reason)")
+        }
         if let error = error as? HTTPClientError {
             switch error {
             case .connectTimeout:

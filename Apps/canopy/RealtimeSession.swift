@@ -27,6 +27,15 @@ struct RealtimeSession {
         }
         let url = connection.databaseURL
         let database = Database.database(url: url)
+        do {
+            if let path = connection.caFilePath {
+                database.serverTrust = try .addingCertificateAuthorities(pemFile: URL(fileURLWithPath: path))
+            } else if let pin = connection.testOnlyPinSha256 {
+                database.serverTrust = try .trustingSelfSignedCertificate(sha256: pin)
+            }
+        } catch {
+            throw .invalidInput("\(error)")
+        }
         if let token = connection.authToken {
             database.setAuthToken(token)
             database.observeAuthState { state in
