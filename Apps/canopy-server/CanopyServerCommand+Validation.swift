@@ -142,5 +142,15 @@ extension CanopyServerCommand {
         guard RESTForwarding(rawValue: restForwarding) != nil else {
             throw ValidationError("--rest-forwarding must be auto, redirect or proxy, not \"\(restForwarding)\"")
         }
+        if let text = env("CANOPY_TRUSTED_PROXIES") {
+            do { _ = try IPNetwork.list(parsing: text) } catch {
+                throw ValidationError("CANOPY_TRUSTED_PROXIES: \(error)")
+            }
+        }
+        if let trustedProxies {
+            do { _ = try IPNetwork.list(parsing: trustedProxies) } catch {
+                throw ValidationError("--trusted-proxies: \(error)")
+            }
+        }
     }
 }

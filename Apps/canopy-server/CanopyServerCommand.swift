@@ -57,6 +57,14 @@ struct CanopyServerCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "Reverse proxies whose X-Forwarded-For and X-Forwarded-Proto headers are believed (the client's "
+                + "address in the logs, the scheme of redirects); in a cluster, list the other processes' "
+                + "addresses too. From any other address those headers are ignored. (CANOPY_TRUSTED_PROXIES)",
+            valueName: "cidr[,cidr...]"))
+    var trustedProxies: String?
+
+    @Option(
+        help: ArgumentHelp(
             "With a PostgreSQL --store: seconds a namespace stays this process's without a commit or a renewal. "
                 + "(CANOPY_LEASE_DURATION)"))
     var leaseDuration: Double = env("CANOPY_LEASE_DURATION").flatMap(Double.init) ?? 5
@@ -251,6 +259,7 @@ struct CanopyServerCommand: AsyncParsableCommand {
             configuration.advertiseHost = advertiseHost
         }
         configuration.restForwarding = RESTForwarding(rawValue: restForwarding) ?? .auto
+        configuration.trustedProxies = try IPNetwork.list(parsing: trustedProxies ?? env("CANOPY_TRUSTED_PROXIES") ?? "")
         configuration.leaseDuration = .milliseconds(Int(leaseDuration * 1000))
         configuration.defaultNamespace = defaultNamespace
         configuration.createsNamespaces = createNamespaces ?? envFlag("CANOPY_CREATE_NAMESPACES")

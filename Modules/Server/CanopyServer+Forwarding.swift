@@ -43,25 +43,36 @@ extension CanopyServer {
                 .serviceUnavailable,
                 "Namespace \"\(namespace)\" moved to \(host) while this request was on its way; retry")
         }
+        let origin = clientOrigin(of: request, channel: channel)
         guard configuration.restForwarding.proxies(hasAuthorization: request.headers[.authorization] != nil) else {
-            return Self.redirect(request, to: host, namespace: namespace)
+            return Self.redirect(request, to: host, namespace: namespace, origin: origin)
         }
-        return await proxy(request, to: host, namespace: namespace, channel: channel)
+        return await proxy(request, to: host, namespace: namespace, origin: origin, channel: channel)
     }
 
     /// Sends `request` on to `host` (method, headers and body as received) and streams its answer
     /// back; the upstream request ends when the client leaves (`channel` closes or its input does),
     /// and a client that does not read what it is sent is closed past `--max-pending-outbound-bytes`.
+    ///
+    /// The other process hears of the client as a proxy tells it: `X-Forwarded-Proto` is the scheme
+    /// the client used (`origin`), and this request's peer is appended to `X-Forwarded-For`; it
+    /// believes them when this process is among its ``ServerConfiguration/trustedProxies``.
     private func proxy(
-        _ request: Request, to host: String, namespace: String, channel: any Channel
+        _ request: Request, to host: String, namespace: String, origin: ClientOrigin, channel: any Channel
     ) async -> Response {
-        let forwardedProto = HTTPField.Name("X-Forwarded-Proto").flatMap { request.headers[$0] }
-        let scheme = forwardedProto == "https" ? "https" : "http"
         var outbound = HTTPClientRequest(
-            url: "\(scheme)://\(host)" + Self.pathAndQuery(of: request, namespace: namespace))
+            url: "\(origin.scheme)://\(host)" + Self.pathAndQuery(of: request, namespace: namespace))
         outbound.method = HTTPMethod(rawValue: request.method.rawValue)
-        for field in request.headers where !Self.connectionHeaders.contains(field.name.canonicalName) {
+        for field in request.headers
+        where !Self.connectionHeaders.contains(field.name.canonicalName)
+            && field.name.canonicalName != "x-forwarded-proto"
+        {
             outbound.headers.add(name: field.name.rawName, value: field.value)
+        }
+        outbound.headers.replaceOrAdd(name: ForwardedHeaders.forwardedProtoName, value: origin.scheme)
+        if let peer = channel.remoteAddress?.clientAddress {
+            let chain = request.headers[values: HTTPField.Name(ForwardedHeaders.forwardedForName)!] + [peer]
+            outbound.headers.replaceOrAdd(name: ForwardedHeaders.forwardedForName, value: chain.joined(separator: ", "))
         }
         outbound.headers.add(name: Self.forwardedBy.rawName, value: configuration.nodeName ?? "canopy-server")
         if let length = request.headers[.contentLength].flatMap(Int64.init) {

@@ -13,6 +13,12 @@ extension CanopyServer {
     /// and CORS preflights), every answer readable by a browser page of any origin.
     func respond(to request: Request, context: ServerRequestContext) async throws -> Response {
         metrics.restRequests.increment()
+        logger.debug(
+            "REST request",
+            metadata: [
+                "method": "\(request.method)", "path": "\(request.uri.path)",
+                "client": "\(clientOrigin(of: request, channel: context.channel))",
+            ])
         var response = try await answer(request, channel: context.channel)
         Self.allowCrossOrigin(&response.headers)
         return response
@@ -312,11 +318,10 @@ extension CanopyServer {
     /// `307 Temporary Redirect` to the same path on `host`, the process serving `namespace`, with
     /// `ns=` in the query (the namespace may have come from this request's host name). Method and
     /// body are kept by clients that follow a 307 (curl -L, Python's requests, firebase-admin).
-    static func redirect(_ request: Request, to host: String, namespace: String) -> Response {
-        let forwarded = HTTPField.Name("X-Forwarded-Proto").flatMap { request.headers[$0] }
-        let scheme = forwarded == "https" ? "https" : "http"
+    /// The scheme is the one the client used (`origin`).
+    static func redirect(_ request: Request, to host: String, namespace: String, origin: ClientOrigin) -> Response {
         var headers = HTTPFields()
-        headers[.location] = "\(scheme)://\(host)" + pathAndQuery(of: request, namespace: namespace)
+        headers[.location] = "\(origin.scheme)://\(host)" + pathAndQuery(of: request, namespace: namespace)
         headers[.contentType] = "application/json; charset=utf-8"
         let text = JSONValue.object(["error": .string("Namespace \"\(namespace)\" is served at \(host)")]).serialized()
         return Response(

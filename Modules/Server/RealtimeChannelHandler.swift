@@ -20,6 +20,8 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
     private let parameters: [String: String]
     /// The upgrade request's `Host`.
     private let requestHost: String?
+    /// The upgrade request's `X-Forwarded-For` and `X-Forwarded-Proto`.
+    private let forwarded: ForwardedHeaders
     private var connection: RealtimeConnection?
     private var assembler: FrameAssembler
     private var heartbeat: Heartbeat
@@ -29,10 +31,11 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
     /// Set once the connection is being failed: later frames are dropped.
     private var failed = false
 
-    init(server: CanopyServer, parameters: [String: String], requestHost: String?) {
+    init(server: CanopyServer, parameters: [String: String], requestHost: String?, forwarded: ForwardedHeaders = .none) {
         self.server = server
         self.parameters = parameters
         self.requestHost = requestHost
+        self.forwarded = forwarded
         self.assembler = FrameAssembler(maxMessageBytes: server.configuration.maxMessageBytes)
         self.heartbeat = Heartbeat(interval: server.configuration.heartbeatInterval)
     }
@@ -55,7 +58,9 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
         let connection = RealtimeConnection(
             channel: context.channel, framedOutput: NIOLoopBound(encoder, eventLoop: context.eventLoop), server: server)
         self.connection = connection
-        connection.open(parameters: parameters, requestHost: requestHost)
+        connection.open(
+            parameters: parameters, requestHost: requestHost,
+            origin: server.clientOrigin(peer: context.channel.remoteAddress, forwarded: forwarded))
         let tick = TimeAmount(heartbeat.checkInterval)
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
         heartbeatTask = context.eventLoop.scheduleRepeatedTask(initialDelay: tick, delay: tick) { _ in

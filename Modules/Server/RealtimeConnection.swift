@@ -115,10 +115,17 @@ final class RealtimeConnection: Subscriber, FlushTarget {
     /// In a cluster (PostgreSQL) the namespace is opened before the hello: when another process
     /// serves it, the client is sent that process's host in the protocol's redirect (`r`) instead of
     /// a hello, as Firebase's servers do, and the official clients reconnect there at once.
-    func open(parameters: [String: String], requestHost: String? = nil) {
+    /// `origin` says who the client is, for the log.
+    func open(parameters: [String: String], requestHost: String? = nil, origin: ClientOrigin? = nil) {
         server.metrics.connections.increment()
         server.connections.realtimeOpened()
         let namespace = parameters["ns"].flatMap { $0.isEmpty ? nil : $0 } ?? server.configuration.defaultNamespace
+        server.logger.debug(
+            "realtime connection opened",
+            metadata: [
+                "session": "\(sessionID)", "namespace": "\(namespace)", "client": "\(origin?.address ?? "?")",
+                "scheme": "\(origin?.scheme ?? "?")",
+            ])
         let redirects = server.configuration.postgresURL != nil
         let helloHost = server.advertisedHost(requestHost: requestHost)
         if !redirects { sendHello(host: helloHost) }

@@ -76,7 +76,9 @@ struct RealtimeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                                 minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1 << 16,
                                 maxAccumulatedFrameSize: maxFrameBytes))
                         try channel.pipeline.syncOperations.addHandler(
-                            RealtimeChannelHandler(server: server, parameters: parameters, requestHost: requestHost))
+                            RealtimeChannelHandler(
+                                server: server, parameters: parameters, requestHost: requestHost,
+                                forwarded: ForwardedHeaders(head.headers)))
                         return UpgradeResult.realtime
                     }
                 }

@@ -24,6 +24,11 @@ public struct ServerConfiguration: Sendable {
     /// remember a host beginning with `s-` across restarts. `nil`: the address the server listens
     /// on, and other processes answer `503` instead of redirecting.
     public var advertiseHost: String?
+    /// The reverse proxies (and, in a cluster, the other processes) whose `X-Forwarded-For` and
+    /// `X-Forwarded-Proto` headers are believed: the client's address in the logs and the scheme of
+    /// redirects come from them only when the TCP peer is in one of these networks (see
+    /// ``ClientOrigin``). Empty, the default: those headers are ignored.
+    public var trustedProxies: [IPNetwork] = []
     /// How long a namespace stays this process's in PostgreSQL without a commit or a renewal.
     public var leaseDuration: Duration = .seconds(5)
     /// How a REST request for a namespace another process serves reaches it: proxied when it
