@@ -330,8 +330,11 @@ let package = Package(
         .testTarget(
             name: "CLITests",
             dependencies: [
-                "CanopyCLI", "CanopyTesting", "CanopyServer", "Tree",
+                "CanopyCLI", "CanopyTesting", "CanopyServer", "Tree", "Canopy",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             swiftSettings: swiftSettings
         ),
