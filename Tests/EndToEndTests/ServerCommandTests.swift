@@ -105,6 +105,19 @@ struct ServerCommandTests {
         #expect(output.contains("CANOPY_FSYNC must be true or false"), "output:\n\(output)")
     }
 
+    @Test func aTrustedProxyThatIsNotACIDRIsRefused() async throws {
+        let executable = try #require(serverExecutable)
+        let (status, output) = try await ServerProcess.run(
+            executable: executable, arguments: ["--port", "0", "--in-memory", "--trusted-proxies", "10.0.0.0/8,fd00::/200"])
+        #expect(status != 0)
+        #expect(output.contains(#"--trusted-proxies: "fd00::/200" is not a CIDR"#), "output:\n\(output)")
+        let (variableStatus, variableOutput) = try await ServerProcess.run(
+            executable: executable, arguments: ["--port", "0", "--in-memory"],
+            environment: ["CANOPY_TRUSTED_PROXIES": "nginx.local"])
+        #expect(variableStatus != 0)
+        #expect(variableOutput.contains(#"CANOPY_TRUSTED_PROXIES: "nginx.local" is not a CIDR"#), "\(variableOutput)")
+    }
+
     // MARK: Start-up problems: one line each, saying what and where
 
     /// Every numeric `CANOPY_…` variable that does not hold a number it takes is refused with what it

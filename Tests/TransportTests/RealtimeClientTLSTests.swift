@@ -46,11 +46,40 @@ struct RealtimeClientTLSTests {
                 let client = try await RealtimeClient.connect(to: endpoint, timeout: .seconds(20), logger: clientLogger)
                 Issue.record("connected with an untrusted certificate: \(client.hello)")
             } catch {
-                guard case .connectFailed = error else {
-                    Issue.record("expected .connectFailed, got \(error)")
+                guard case .certificateRefused(let message) = error else {
+                    Issue.record("expected .certificateRefused, got \(error)")
                     return
                 }
+                #expect(message.contains("localhost:\(proxy.port)") && message.contains("not trusted"), "\(message)")
             }
+            await proxy.stop()
+        }
+    }
+
+    @Test func trustsOnlyThePinnedSelfSignedCertificate() async throws {
+        // A pinned certificate need not name the host (the WebSocket library refuses an IP address
+        // in TLS: the client connects to localhost).
+        let identity = try SelfSignedIdentity(hostName: "canopy.test")
+        let other = try SelfSignedIdentity(hostName: "localhost")
+        try await withTestServer { server in
+            let proxy = try await TLSProxy.start(identity: identity, upstreamPort: server.port)
+            let endpoint = RealtimeEndpoint(host: "localhost", port: proxy.port, secure: true, namespace: "test")
+            let pinned = try TLSTrust.trustingSelfSignedCertificate(sha256: try identity.sha256().lowercased())
+            let client = try await RealtimeClient.connect(to: endpoint, trust: pinned, logger: clientLogger)
+            client.close()
+
+            let wrongPin = try TLSTrust.trustingSelfSignedCertificate(sha256: try other.sha256())
+            do throws(RealtimeClientError) {
+                let client = try await RealtimeClient.connect(to: endpoint, trust: wrongPin, logger: clientLogger)
+                Issue.record("connected with another certificate than the pinned one: \(client.hello)")
+            } catch {
+                guard case .certificateRefused(let message) = error else {
+                    Issue.record("expected .certificateRefused, got \(error)")
+                    return
+                }
+                #expect(message.contains(try identity.sha256()), "names the certificate seen: \(message)")
+            }
+            #expect(throws: TLSTrustError.invalidFingerprint("abc")) { try TLSTrust.trustingSelfSignedCertificate(sha256: "abc") }
             await proxy.stop()
         }
     }
@@ -79,6 +108,14 @@ struct SelfSignedIdentity {
         try serializer.serialize(certificate)
         self.certificate = try NIOSSLCertificate(bytes: serializer.serializedBytes, format: .der)
         self.privateKey = try NIOSSLPrivateKey(bytes: Array(key.pemRepresentation.utf8), format: .pem)
+    }
+
+    /// The certificate's SHA-256 fingerprint, `AB:CD:…`.
+    func sha256() throws -> String {
+        SHA256.hash(data: try certificate.toDERBytes()).map { byte in
+            let hex = String(byte, radix: 16, uppercase: true)
+            return byte < 0x10 ? "0" + hex : hex
+        }.joined(separator: ":")
     }
 }
 
