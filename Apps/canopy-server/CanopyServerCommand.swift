@@ -259,7 +259,8 @@ struct CanopyServerCommand: AsyncParsableCommand {
             configuration.advertiseHost = advertiseHost
         }
         configuration.restForwarding = RESTForwarding(rawValue: restForwarding) ?? .auto
-        configuration.trustedProxies = try IPNetwork.list(parsing: trustedProxies ?? env("CANOPY_TRUSTED_PROXIES") ?? "")
+        configuration.trustedProxies = try IPNetwork.list(
+            parsing: trustedProxies ?? env("CANOPY_TRUSTED_PROXIES") ?? "")
         configuration.leaseDuration = .milliseconds(Int(leaseDuration * 1000))
         configuration.defaultNamespace = defaultNamespace
         configuration.createsNamespaces = createNamespaces ?? envFlag("CANOPY_CREATE_NAMESPACES")

@@ -31,7 +31,8 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
     /// Set once the connection is being failed: later frames are dropped.
     private var failed = false
 
-    init(server: CanopyServer, parameters: [String: String], requestHost: String?, forwarded: ForwardedHeaders = .none) {
+    init(server: CanopyServer, parameters: [String: String], requestHost: String?, forwarded: ForwardedHeaders = .none)
+    {
         self.server = server
         self.parameters = parameters
         self.requestHost = requestHost

@@ -20,7 +20,8 @@ final class PinnedCertificate: Sendable {
     }
 
     /// The pinned certificate, fetched from `host:port` the first time.
-    func certificate(host: String, port: Int, timeout: Duration) async throws(RealtimeClientError) -> NIOSSLCertificate {
+    func certificate(host: String, port: Int, timeout: Duration) async throws(RealtimeClientError) -> NIOSSLCertificate
+    {
         if let certificate = fetched.withLock({ $0 }) { return certificate }
         let certificate = try await fetch(host: host, port: port, timeout: timeout)
         fetched.withLock { $0 = certificate }
@@ -33,7 +34,9 @@ final class PinnedCertificate: Sendable {
         case other(String)
     }
 
-    private func fetch(host: String, port: Int, timeout: Duration) async throws(RealtimeClientError) -> NIOSSLCertificate {
+    private func fetch(
+        host: String, port: Int, timeout: Duration
+    ) async throws(RealtimeClientError) -> NIOSSLCertificate {
         let server = "\(host.contains(":") ? "[\(host)]" : host):\(port)"
         var configuration = TLSConfiguration.makeClientConfiguration()
         configuration.certificateVerification = .noHostnameVerification

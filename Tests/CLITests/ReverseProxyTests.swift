@@ -106,10 +106,12 @@ struct ReverseProxyTests {
     @Test func theCLIOverHTTPSThroughNginx() async throws {
         try await withProxiedServer { _, nginx, certificate in
             let url = ["--url", "\(nginx.baseURL)?ns=cli"]
-            let set = try await CLIProcess.run(["set", "greeting", #""hello""#] + url + ["--ca-file", certificate.certificatePath])
+            let set = try await CLIProcess.run(
+                ["set", "greeting", #""hello""#] + url + ["--ca-file", certificate.certificatePath])
             #expect(set.status == 0, "\(set.stderr)")
 
-            let pinned = try await CLIProcess.run(["get", "greeting"] + url + ["--test-only-pin-sha256", certificate.sha256])
+            let pinned = try await CLIProcess.run(
+                ["get", "greeting"] + url + ["--test-only-pin-sha256", certificate.sha256])
             #expect(pinned.status == 0, "\(pinned.stderr)")
             #expect(pinned.stdout == "\"hello\"\n")
 
@@ -127,7 +129,8 @@ struct ReverseProxyTests {
             #expect(untrusted.stderr.contains("not trusted"), "\(untrusted.stderr)")
 
             let otherPin = String(repeating: "AB:", count: 31) + "AB"
-            let mismatched = try await CLIProcess.run(["get", "greeting"] + url + ["--test-only-pin-sha256", otherPin])
+            let mismatched = try await CLIProcess.run(
+                ["get", "greeting"] + url + ["--test-only-pin-sha256", otherPin])
             #expect(mismatched.status == 69)
             #expect(mismatched.stderr.contains("is not the pinned one"), "\(mismatched.stderr)")
             #expect(mismatched.stderr.contains(certificate.sha256), "names the certificate seen: \(mismatched.stderr)")

@@ -1,5 +1,6 @@
-@testable import CanopyServer
 import Testing
+
+@testable import CanopyServer
 
 /// Whom the server takes a request to come from, with and without trusted proxies.
 struct ClientOriginTests {

@@ -108,7 +108,8 @@ struct ServerCommandTests {
     @Test func aTrustedProxyThatIsNotACIDRIsRefused() async throws {
         let executable = try #require(serverExecutable)
         let (status, output) = try await ServerProcess.run(
-            executable: executable, arguments: ["--port", "0", "--in-memory", "--trusted-proxies", "10.0.0.0/8,fd00::/200"])
+            executable: executable,
+            arguments: ["--port", "0", "--in-memory", "--trusted-proxies", "10.0.0.0/8,fd00::/200"])
         #expect(status != 0)
         #expect(output.contains(#"--trusted-proxies: "fd00::/200" is not a CIDR"#), "output:\n\(output)")
         let (variableStatus, variableOutput) = try await ServerProcess.run(

@@ -79,7 +79,9 @@ struct RealtimeClientTLSTests {
                 }
                 #expect(message.contains(try identity.sha256()), "names the certificate seen: \(message)")
             }
-            #expect(throws: TLSTrustError.invalidFingerprint("abc")) { try TLSTrust.trustingSelfSignedCertificate(sha256: "abc") }
+            #expect(throws: TLSTrustError.invalidFingerprint("abc")) {
+                try TLSTrust.trustingSelfSignedCertificate(sha256: "abc")
+            }
             await proxy.stop()
         }
     }
