@@ -97,6 +97,9 @@ extension CanopyServerCommand {
             SecondsSetting(
                 flag: "--shutdown-timeout", variable: "CANOPY_SHUTDOWN_TIMEOUT", value: \.shutdownTimeout, minimum: nil),
             SecondsSetting(
+                flag: "--tls-check-interval", variable: "CANOPY_TLS_CHECK_INTERVAL", value: \.tlsCheckInterval,
+                minimum: nil),
+            SecondsSetting(
                 flag: "--auth-clock-skew", variable: "CANOPY_AUTH_CLOCK_SKEW", value: \.authClockSkew, minimum: 0),
         ]
     }
@@ -151,6 +154,15 @@ extension CanopyServerCommand {
             do { _ = try IPNetwork.list(parsing: trustedProxies) } catch {
                 throw ValidationError("--trusted-proxies: \(error)")
             }
+        }
+        let certificate = tlsCertFile ?? env("CANOPY_TLS_CERT_FILE")
+        let key = tlsKeyFile ?? env("CANOPY_TLS_KEY_FILE")
+        if (certificate == nil) != (key == nil) {
+            throw ValidationError(
+                certificate == nil
+                    ? "--tls-key-file (CANOPY_TLS_KEY_FILE) needs --tls-cert-file (CANOPY_TLS_CERT_FILE): give both or neither"
+                    : "--tls-cert-file (CANOPY_TLS_CERT_FILE) needs --tls-key-file (CANOPY_TLS_KEY_FILE): give both or neither"
+            )
         }
     }
 }

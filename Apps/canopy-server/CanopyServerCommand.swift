@@ -77,6 +77,33 @@ struct CanopyServerCommand: AsyncParsableCommand {
             valueName: "auto|redirect|proxy"))
     var restForwarding: String = env("CANOPY_REST_FORWARDING") ?? "auto"
 
+    @Option(
+        help: ArgumentHelp(
+            "Serve HTTPS and wss:// on --port with this PEM certificate (the chain may follow it, as in "
+                + "certbot's fullchain.pem); needs --tls-key-file. Renewed files are picked up on SIGHUP and "
+                + "within --tls-check-interval. (CANOPY_TLS_CERT_FILE)",
+            valueName: "path"))
+    var tlsCertFile: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "The PEM private key of --tls-cert-file's certificate, unencrypted. (CANOPY_TLS_KEY_FILE)",
+            valueName: "path"))
+    var tlsKeyFile: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "With TLS: seconds between checks of the certificate and key files for a renewed pair. "
+                + "(CANOPY_TLS_CHECK_INTERVAL)"))
+    var tlsCheckInterval: Double = env("CANOPY_TLS_CHECK_INTERVAL").flatMap(Double.init) ?? 30
+
+    @Option(
+        help: ArgumentHelp(
+            "With a PostgreSQL --store and TLS: PEM file of CA certificates trusted, besides the system's, "
+                + "for the other processes' certificates when a REST request is proxied. (CANOPY_TLS_CA_FILE)",
+            valueName: "path"))
+    var tlsCAFile: String?
+
     @Option(help: "Namespace for clients that name none. (CANOPY_DEFAULT_NAMESPACE)")
     var defaultNamespace: String = env("CANOPY_DEFAULT_NAMESPACE") ?? "default"
 
@@ -291,6 +318,13 @@ struct CanopyServerCommand: AsyncParsableCommand {
         configuration.authentication.maximumTokenBytes = authMaxTokenBytes
         configuration.authentication.adminSecret = adminSecret ?? env("CANOPY_ADMIN_SECRET")
         configuration.authentication.isEmulator = emulator || envFlag("CANOPY_EMULATOR") == true
+        if let certificate = tlsCertFile ?? env("CANOPY_TLS_CERT_FILE"),
+            let key = tlsKeyFile ?? env("CANOPY_TLS_KEY_FILE")
+        {
+            configuration.tls = TLSFiles(certificate: certificate, key: key)
+        }
+        configuration.tlsCheckInterval = .milliseconds(Int(tlsCheckInterval * 1000))
+        configuration.tlsCAFile = tlsCAFile ?? env("CANOPY_TLS_CA_FILE")
         let server = CanopyServer(configuration: configuration, logger: logger)
         do {
             try await server.run(handleSignals: true)

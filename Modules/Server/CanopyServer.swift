@@ -37,6 +37,7 @@ public struct CanopyServer: Sendable {
     let authenticator = Authenticator()
     let logger: Logger
     private let boundPort = BoundPort()
+    let tlsCertificate = TLSCertificateSlot()
 
     public init(configuration: ServerConfiguration, logger: Logger = Logger(label: "canopy")) {
         self.configuration = configuration
@@ -66,9 +67,14 @@ public struct CanopyServer: Sendable {
         let responder = CallbackResponder<ServerRequestContext> { request, context in
             try await server.respond(to: request, context: context)
         }
+        let certificate = tlsCertificate.value.withLock { $0 }
         return Application(
             responder: responder,
-            server: HTTPServerBuilder { responder in RealtimeUpgradeChannel(server: server, responder: responder) },
+            server: HTTPServerBuilder { responder in
+                let channel = RealtimeUpgradeChannel(server: server, responder: responder)
+                guard let certificate else { return channel }
+                return TLSServerChannel(base: channel, certificate: certificate)
+            },
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.port), serverName: "Canopy",
                 // A reconnect storm opens thousands of connections at once; Hummingbird's default
@@ -104,16 +110,25 @@ public struct CanopyServer: Sendable {
         let postgres = try await preparePostgres()
         if postgres == nil { try configuration.prepareDataDirectory() }
         try await prepareAuthentication()
+        let certificate = try prepareTLS()
         let application = makeApplication(onRunning: onRunning)
         // A service group shuts its services down in reverse order, each after the one behind it.
-        var group = ServiceGroupConfiguration(
-            services: [
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(
+                service: DatabaseService(
+                    registry: databases, connections: connections, sessions: sessions, logger: logger)),
+            .init(service: application),
+            .init(service: ShutdownNotice(connections: connections, logger: logger)),
+        ]
+        if let certificate {
+            services.append(
                 .init(
-                    service: DatabaseService(
-                        registry: databases, connections: connections, sessions: sessions, logger: logger)),
-                .init(service: application),
-                .init(service: ShutdownNotice(connections: connections, logger: logger)),
-            ],
+                    service: TLSRenewal(
+                        certificate: certificate, checkInterval: configuration.tlsCheckInterval,
+                        handlesSignal: handleSignals)))
+        }
+        var group = ServiceGroupConfiguration(
+            services: services,
             gracefulShutdownSignals: handleSignals ? [.sigterm, .sigint] : [],
             logger: logger)
         group.maximumGracefulShutdownDuration = configuration.shutdownTimeout
@@ -140,6 +155,7 @@ public struct CanopyServer: Sendable {
             "data": "\(configuration.postgresURL != nil ? "postgresql" : configuration.dataDirectory ?? "in-memory")",
         ]
         if let rules = configuration.rulesFile { facts["rules"] = "\(rules)" }
+        if servesTLS { facts["tls"] = "https, wss" }
         return facts
     }
 

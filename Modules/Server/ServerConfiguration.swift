@@ -35,6 +35,17 @@ public struct ServerConfiguration: Sendable {
     /// carries an `Authorization` header (which clients drop when they follow a redirect to another
     /// host), redirected otherwise, by default.
     public var restForwarding: RESTForwarding = .auto
+    /// Serve HTTPS and `wss://` on ``port`` with this certificate and key instead of plain HTTP and
+    /// `ws://`; `nil` (the default) serves plain. A connection that does not begin with a TLS
+    /// handshake is answered `400`. In a cluster every process serves TLS or none does (clients keep
+    /// their scheme when redirected).
+    public var tls: TLSFiles?
+    /// How often the ``tls`` files are read again to pick up a renewed certificate (`SIGHUP` does it
+    /// at once).
+    public var tlsCheckInterval: Duration = .seconds(30)
+    /// A PEM file of CA certificates trusted, besides the system's, for the certificates of the other
+    /// processes of the cluster when a REST request is proxied to one that serves TLS.
+    public var tlsCAFile: String?
     /// The namespace of clients that name none (no `ns`, and a Host that is an IP or localhost).
     public var defaultNamespace: String = "default"
     /// Whether a write to a namespace that does not exist creates it (otherwise it is refused: REST

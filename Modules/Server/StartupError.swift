@@ -21,6 +21,8 @@ public enum StartupError: Error, CustomStringConvertible {
     case authentication(problem: String)
     /// The PostgreSQL store cannot be used (`--store`).
     case store(problem: String)
+    /// The TLS certificate or key cannot be served (`--tls-cert-file`, `--tls-key-file`).
+    case tls(TLSFileError)
 
     public var description: String {
         switch self {
@@ -32,6 +34,7 @@ public enum StartupError: Error, CustomStringConvertible {
         case .rules(let path, let problem): "cannot use rules file \(path): \(problem)"
         case .authentication(let problem): "cannot set up authentication: \(problem)"
         case .store(let problem): "cannot use the PostgreSQL store: \(problem)"
+        case .tls(let error): "cannot serve TLS: \(error)"
         }
     }
 
