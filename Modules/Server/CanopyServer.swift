@@ -121,11 +121,12 @@ public struct CanopyServer: Sendable {
             .init(service: ShutdownNotice(connections: connections, logger: logger)),
         ]
         if let certificate {
+            // Trapped now: a SIGHUP before the service runs would otherwise end the process.
+            let hangups = handleSignals ? await UnixSignalsSequence(trapping: .sighup) : nil
             services.append(
                 .init(
                     service: TLSRenewal(
-                        certificate: certificate, checkInterval: configuration.tlsCheckInterval,
-                        handlesSignal: handleSignals)))
+                        certificate: certificate, checkInterval: configuration.tlsCheckInterval, hangups: hangups)))
         }
         var group = ServiceGroupConfiguration(
             services: services,

@@ -1,21 +1,20 @@
 import ServiceLifecycle
 import UnixSignals
 
-/// Picks up a renewed certificate without a restart: reads the files again on `SIGHUP` (when the
-/// server handles signals) and every ``ServerConfiguration/tlsCheckInterval``.
+/// Picks up a renewed certificate without a restart: reads the files again on each signal of
+/// `hangups` (`SIGHUP`, trapped before the server listens, when it handles signals) and every
+/// ``ServerConfiguration/tlsCheckInterval``.
 struct TLSRenewal: Service {
     let certificate: ServedCertificate
     let checkInterval: Duration
-    let handlesSignal: Bool
+    let hangups: UnixSignalsSequence?
 
     func run() async {
         await cancelWhenGracefulShutdown {
             await withDiscardingTaskGroup { group in
-                if handlesSignal {
+                if let hangups {
                     group.addTask {
-                        for await _ in await UnixSignalsSequence(trapping: .sighup) {
-                            certificate.reload(reason: .signal)
-                        }
+                        for await _ in hangups { certificate.reload(reason: .signal) }
                     }
                 }
                 group.addTask {

@@ -126,6 +126,7 @@ public struct TestIdentity: Sendable {
 
     public var certificatePEM: String { (try? certificate.serializeAsPEM().pemString) ?? "" }
     public var keyPEM: String { key.pemRepresentation }
+    public var notValidAfter: Date { certificate.notValidAfter }
 
     /// The SHA-256 of the certificate's DER encoding, lowercase hex (as the server logs it).
     public var fingerprint: String {
