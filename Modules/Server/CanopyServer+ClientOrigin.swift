@@ -12,7 +12,8 @@ extension CanopyServer {
     /// Where a connection from `peer` comes from, given its request's forwarding headers.
     func clientOrigin(peer: SocketAddress?, forwarded: ForwardedHeaders) -> ClientOrigin {
         ClientOrigin(
-            peer: peer?.clientAddress, forwarded: forwarded, trustedProxies: configuration.trustedProxies)
+            peer: peer?.clientAddress, forwarded: forwarded, trustedProxies: configuration.trustedProxies,
+            servesTLS: servesTLS)
     }
 }
 

@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 import Synchronization
 
 /// REST requests for a namespace another process of the cluster serves: passed on to it as a
@@ -17,16 +18,32 @@ extension CanopyServer {
     /// it is, goes back to the client), keeps as many connections to a process as requests need
     /// (each proxied event stream holds one for its life), gives up on an answer silent for two
     /// minutes (an event stream gets a keep-alive at least every `--sse-keepalive-interval`), and
-    /// lives as long as the process, as `HTTPClient.shared` does.
-    private static let forwardingClient: HTTPClient = {
+    /// lives as long as the process, as `HTTPClient.shared` does; one per `--tls-ca-file` (the
+    /// other processes' certificates are verified against the system's trust roots and that file).
+    private static func forwardingClient(trusting caFile: String?) -> HTTPClient {
+        forwardingClients.withLock { clients in
+            if let client = clients[caFile] { return client }
+            let client = makeForwardingClient(trusting: caFile)
+            clients[caFile] = client
+            return client
+        }
+    }
+
+    private static let forwardingClients = Mutex<[String?: HTTPClient]>([:])
+
+    private static func makeForwardingClient(trusting caFile: String?) -> HTTPClient {
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
         configuration.timeout.connect = .seconds(5)
         configuration.timeout.read = .seconds(120)
         configuration.decompression = .disabled
         configuration.connectionPool = .init(
             idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 100_000)
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.minimumTLSVersion = .tlsv12
+        if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
+        configuration.tlsConfiguration = tls
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-    }()
+    }
 
     /// Headers that belong to one connection and are not passed on (RFC 9110, 7.6.1), and the
     /// framing the proxy sets itself.
@@ -60,8 +77,11 @@ extension CanopyServer {
     private func proxy(
         _ request: Request, to host: String, namespace: String, origin: ClientOrigin, channel: any Channel
     ) async -> Response {
+        // Every process of a cluster serves TLS or none does (the SDKs keep their scheme when sent to
+        // another), so the owner speaks this process's scheme.
+        let upstreamScheme = servesTLS ? "https" : "http"
         var outbound = HTTPClientRequest(
-            url: "\(origin.scheme)://\(host)" + Self.pathAndQuery(of: request, namespace: namespace))
+            url: "\(upstreamScheme)://\(host)" + Self.pathAndQuery(of: request, namespace: namespace))
         outbound.method = HTTPMethod(rawValue: request.method.rawValue)
         for field in request.headers
         where !Self.connectionHeaders.contains(field.name.canonicalName)
@@ -82,7 +102,8 @@ extension CanopyServer {
         }
         let answer: HTTPClientResponse
         do {
-            answer = try await Self.forwardingClient.execute(outbound, deadline: .distantFuture, logger: nil)
+            answer = try await Self.forwardingClient(trusting: configuration.tlsCAFile).execute(
+                outbound, deadline: .distantFuture, logger: nil)
         } catch {
             logger.warning(
                 "could not pass a request on to the process serving its namespace",

@@ -20,6 +20,13 @@ extension CanopyServer {
     /// Loads and checks the certificate and key before anything is served; warns when the
     /// certificate expires within 14 days.
     func prepareTLS() throws(StartupError) -> ServedCertificate? {
+        if let authorities = configuration.tlsCAFile {
+            do {
+                try TLSIdentity.checkAuthorities(authorities)
+            } catch {
+                throw .tls(error)
+            }
+        }
         guard let files = configuration.tls else { return nil }
         let identity: TLSIdentity
         do {

@@ -107,10 +107,10 @@ public struct CanopyServer: Sendable {
     public func run(
         handleSignals: Bool = false, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
+        let certificate = try prepareTLS()
         let postgres = try await preparePostgres()
         if postgres == nil { try configuration.prepareDataDirectory() }
         try await prepareAuthentication()
-        let certificate = try prepareTLS()
         let application = makeApplication(onRunning: onRunning)
         // A service group shuts its services down in reverse order, each after the one behind it.
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [

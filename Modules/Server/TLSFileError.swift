@@ -14,6 +14,8 @@ public enum TLSFileError: Error, Equatable, CustomStringConvertible {
     case expired(path: String, notValidAfter: Date)
     /// The certificate's validity starts at `notValidBefore`, later than now.
     case notYetValid(path: String, notValidBefore: Date)
+    /// The CA file (`--tls-ca-file`) holds no PEM certificate, or one that cannot be parsed.
+    case invalidAuthority(path: String, problem: String)
 
     public var description: String {
         switch self {
@@ -30,6 +32,8 @@ public enum TLSFileError: Error, Equatable, CustomStringConvertible {
             "the certificate in \(path) (--tls-cert-file) expired on \(Self.format(date))"
         case .notYetValid(let path, let date):
             "the certificate in \(path) (--tls-cert-file) is not valid before \(Self.format(date))"
+        case .invalidAuthority(let path, let problem):
+            "--tls-ca-file \(path) is not a PEM file of CA certificates: \(problem)"
         }
     }
 

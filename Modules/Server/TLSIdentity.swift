@@ -104,6 +104,24 @@ struct TLSIdentity: Sendable {
             fingerprint: SHA256.hash(data: leafDER).map { String(format: "%02x", $0) }.joined())
     }
 
+    /// Checks that `path` holds PEM CA certificates (`--tls-ca-file`).
+    static func checkAuthorities(_ path: String) throws(TLSFileError) {
+        let bytes = try read(path, option: "--tls-ca-file")
+        do {
+            let documents = try PEMDocument.parseMultiple(pemString: String(decoding: bytes, as: UTF8.self))
+                .filter { $0.discriminator == "CERTIFICATE" }
+            guard !documents.isEmpty else {
+                throw TLSFileError.invalidAuthority(path: path, problem: "it holds no CERTIFICATE block")
+            }
+            for document in documents { _ = try Certificate(pemDocument: document) }
+            _ = try NIOSSLCertificate.fromPEMBytes(bytes)
+        } catch let error as TLSFileError {
+            throw error
+        } catch {
+            throw .invalidAuthority(path: path, problem: "\(error)")
+        }
+    }
+
     /// What the log says about the certificate served.
     var facts: [String: String] {
         [

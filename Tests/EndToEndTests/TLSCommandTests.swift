@@ -64,7 +64,18 @@ struct TLSCommandTests {
                     + "PRIVATE KEY block"
             ),
         ]
-        for (arguments, environment, line) in cases {
+        let authorityCases: [(arguments: [String], environment: [String: String], line: String)] = [
+            (
+                ["--tls-ca-file", folder + "/missing-ca.pem"], [:],
+                "cannot serve TLS: cannot read --tls-ca-file \(folder)/missing-ca.pem: no such file"
+            ),
+            (
+                [], ["CANOPY_TLS_CA_FILE": notPEM],
+                "cannot serve TLS: --tls-ca-file \(notPEM) is not a PEM file of CA certificates: it holds no "
+                    + "CERTIFICATE block"
+            ),
+        ]
+        for (arguments, environment, line) in cases + authorityCases {
             let (status, output) = try await ServerProcess.run(
                 executable: executable, arguments: ["--port", "0", "--in-memory"] + arguments,
                 environment: environment)
@@ -72,6 +83,7 @@ struct TLSCommandTests {
             #expect(status == 1, "\(arguments) \(environment)")
             #expect(lines.last == "canopy-server: \(line)", "\(arguments) \(environment): \(output)")
             #expect(lines.filter { $0.hasPrefix("canopy-server:") }.count == 1, "\(output)")
+            #expect(!output.contains("development server"), "a server that does not start says only why: \(output)")
         }
     }
 
