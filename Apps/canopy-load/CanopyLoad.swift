@@ -79,6 +79,26 @@ struct ServerOptions: ParsableArguments {
             """)
     var token: String?
 
+    @Flag(
+        help: "Connect over TLS (wss://, https://), verifying the server's certificate with the system's trust roots.")
+    var tls = false
+
+    @Option(
+        help: ArgumentHelp(
+            "A PEM file of CA certificates trusted besides the system's for the server's certificate; implies --tls.",
+            valueName: "path"))
+    var tlsCaFile: String?
+
+    /// Turns TLS on for every connection of the run (option groups are validated when parsed).
+    func validate() throws {
+        guard tls || tlsCaFile != nil else { return }
+        do {
+            try LoadTLS.enable(caFile: tlsCaFile)
+        } catch {
+            throw ValidationError("--tls-ca-file \(tlsCaFile ?? ""): \(error)")
+        }
+    }
+
     var uri: String { "/.ws?v=5&ns=\(namespace)" }
 
     /// The credential in force: `--token`, else `CANOPY_TOKEN`.

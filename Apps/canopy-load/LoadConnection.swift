@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import NIOWebSocket
 import Transport
 
@@ -61,6 +62,11 @@ final class LoadConnection: Sendable {
                 let authentication = authToken.map { token in
                     LoadAuthentication(token: token, server: server, accepted: channel.eventLoop.makePromise())
                 }
+                if let tls = LoadTLS.context {
+                    let name = (try? SocketAddress(ipAddress: host, port: port)) == nil ? host : nil
+                    try channel.pipeline.syncOperations.addHandler(
+                        try NIOSSLClientHandler(context: tls, serverHostname: name))
+                }
                 try channel.pipeline.syncOperations.addHandlers([
                     ResponseHeadHandler(request: request, expectedStatus: 101, headRead: upgraded),
                     ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: 1 << 24)),
@@ -81,9 +87,9 @@ final class LoadConnection: Sendable {
         } catch let error as LoadError {
             throw error
         } catch let error as UpgradeFailure {
-            throw LoadError.notUpgraded("ws://\(host):\(port)\(uri) (\(error.reason))")
+            throw LoadError.notUpgraded("\(LoadTLS.isEnabled ? "wss" : "ws")://\(host):\(port)\(uri) (\(error.reason))")
         } catch {
-            throw LoadError.notUpgraded("ws://\(host):\(port)\(uri) (\(error))")
+            throw LoadError.notUpgraded("\(LoadTLS.isEnabled ? "wss" : "ws")://\(host):\(port)\(uri) (\(error))")
         }
     }
 

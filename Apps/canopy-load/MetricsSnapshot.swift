@@ -8,10 +8,10 @@ struct MetricsSnapshot: Sendable {
     var samples: [String: Double]
 
     static func read(from server: String) async throws -> MetricsSnapshot {
-        let url = "http://\(server)/metrics"
+        let url = "\(LoadTLS.scheme)://\(server)/metrics"
         let response: HTTPClientResponse
         do {
-            response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(10))
+            response = try await LoadTLS.httpClient.execute(HTTPClientRequest(url: url), timeout: .seconds(10))
         } catch {
             throw LoadError.httpFailed(url: url, reason: ConnectFailure.describe(error))
         }

@@ -21,7 +21,7 @@ final class RESTWriter: Sendable {
         self.token = token
         var configuration = HTTPClient.Configuration()
         configuration.timeout.connect = .milliseconds(250)
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: LoadTLS.applied(to: configuration))
     }
 
     func shutdown() async {
@@ -34,7 +34,7 @@ final class RESTWriter: Sendable {
     /// `403` throws ``LoadError/requestRefused(what:server:status:message:)``.
     func put(_ path: String, json: String, until deadline: UInt64, through: String? = nil) async throws {
         let target = through ?? server
-        let url = "http://\(target)/\(path).json?ns=\(namespace)&print=silent"
+        let url = "\(LoadTLS.scheme)://\(target)/\(path).json?ns=\(namespace)&print=silent"
         var request = HTTPClientRequest(url: url)
         request.method = .PUT
         request.headers.add(name: "Content-Type", value: "application/json")

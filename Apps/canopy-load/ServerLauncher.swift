@@ -11,7 +11,11 @@ import Darwin
 /// Options to let the tool start `canopy-server` itself, so that it can kill and restart it and
 /// read its CPU time.
 struct LaunchOptions: ParsableArguments {
-    @Flag(help: "Start canopy-server at --server's address as a child process (stopped at the end).")
+    @Flag(
+        help: """
+            Start canopy-server at --server's address as a child process (stopped at the end); with \
+            --tls, serving a throwaway certificate the tool makes (and trusts).
+            """)
     var launch = false
 
     @Option(help: "The canopy-server executable for --launch (default: beside canopy-load, then on PATH).")
@@ -55,9 +59,15 @@ struct LaunchOptions: ParsableArguments {
         }
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let store = serverStore.map { ["--store", $0] } ?? []
+        var tls: [String] = []
+        if LoadTLS.isEnabled {
+            let pair = try ThrowawayCertificate.make(in: folder)
+            try LoadTLS.enable(caFile: pair.authorityFile)
+            tls = ["--tls-cert-file", pair.certificateFile, "--tls-key-file", pair.keyFile]
+        }
         let server = LaunchedServer(
             binary: binary, host: address.host, port: address.port, folder: folder, removeFolder: temporary,
-            inMemory: inMemory, extraArguments: store + serverArguments)
+            inMemory: inMemory, extraArguments: store + tls + serverArguments)
         if await ChildProcess.accepts(host: address.host, port: address.port) {
             throw LoadError.addressInUse("\(address.host):\(address.port)")
         }

@@ -89,6 +89,9 @@ struct Storm: AsyncParsableCommand {
             throw ValidationError(
                 "--sdk works with --restart only: an SDK instance's socket cannot be cut from outside")
         }
+        if sdk, options.tls || options.tlsCaFile != nil {
+            throw ValidationError("--sdk does not connect over TLS; storm over TLS drives raw connections (drop --sdk)")
+        }
         if restart != nil, launchOptions.inMemory {
             throw ValidationError("--restart needs the server's data on disk (drop --in-memory)")
         }
