@@ -74,8 +74,9 @@ struct LaunchOptions: ParsableArguments {
         let seconds = try await server.start()
         console.line(
             String(
-                format: "started %@ (pid %d) at %@:%d in %.2f s, data %@%@", binary, server.pid, address.host,
+                format: "started %@ (pid %d) at %@:%d in %.2f s, data %@%@%@", binary, server.pid, address.host,
                 address.port, seconds, inMemory ? "in memory" : folder,
+                tls.isEmpty ? "" : ", TLS with a throwaway certificate",
                 serverArguments.isEmpty ? "" : ", " + serverArguments.joined(separator: " ")))
         return server
     }

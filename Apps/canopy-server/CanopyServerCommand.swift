@@ -18,6 +18,10 @@ struct CanopyServerCommand: AsyncParsableCommand {
             address is a development server: 'owner', the Firebase emulator's admin credential, is its \
             admin. Give secrets through their variables: every user of the machine sees a process's \
             options (ps), not its environment.
+
+            With --tls-cert-file and --tls-key-file the port serves HTTPS and wss:// (TLS 1.2 and 1.3) \
+            and answers plain HTTP with an error; SIGHUP, or a change of the files noticed within \
+            --tls-check-interval, serves a renewed certificate to new connections without a restart.
             """,
         version: CanopyServer.version)
 
