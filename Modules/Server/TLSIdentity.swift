@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NIOCore
 import NIOSSL
 import SwiftASN1
 import X509
@@ -28,6 +29,12 @@ struct TLSIdentity: Sendable {
         var certificate: [UInt8]
         var key: [UInt8]
     }
+
+    /// How long a closing connection waits for the client's `close_notify` before it closes the
+    /// socket (swift-nio-ssl's default is 5 s). Clients that allow half-closed connections, as
+    /// swift-websocket's, do not answer it, and a closed realtime connection's onDisconnect writes
+    /// ran only after the wait.
+    static let shutdownTimeout: TimeAmount = .milliseconds(500)
 
     /// Reads both files of `files`; see ``load(_:contents:now:)``.
     static func load(_ files: TLSFiles, now: Date = Date()) throws(TLSFileError) -> TLSIdentity {
@@ -92,6 +99,7 @@ struct TLSIdentity: Sendable {
             certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
         configuration.minimumTLSVersion = .tlsv12
         configuration.applicationProtocols = ["http/1.1"]
+        configuration.shutdownTimeout = Self.shutdownTimeout
         let context: NIOSSLContext
         do {
             context = try NIOSSLContext(configuration: configuration)
