@@ -41,8 +41,6 @@ final class ServedCertificate: Sendable {
     /// The context a connection accepted now is served with.
     var context: NIOSSLContext { current.withLock { $0.context } }
 
-    var identity: TLSIdentity { current.withLock { $0 } }
-
     /// Reads the files again; when they changed and hold a pair that can be served, new connections
     /// get it.
     @discardableResult
