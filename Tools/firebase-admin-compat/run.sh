@@ -10,7 +10,9 @@
 # COMPAT_CLUSTER=1 to run the checks against a cluster: two servers over a private PostgreSQL
 # (Tools/private-postgres.sh), the checks sent to the one that does not serve their namespace;
 # COMPAT_README=1 to run them against the server the README starts: canopy-server with no options
-# (no --emulator), in a fresh folder, only its port chosen (CANOPY_PORT).
+# (no --emulator), in a fresh folder, only its port chosen (CANOPY_PORT); COMPAT_TLS=1 to run
+# tls_test.py instead, firebase-admin in production mode against canopy-server serving TLS itself
+# (a private CA and a certificate for localhost made with openssl, REQUESTS_CA_BUNDLE, --admin-secret).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -80,6 +82,10 @@ start_server() {
             for variable in $(compgen -e | grep '^CANOPY_' || true); do unset "$variable"; done
             CANOPY_PORT="$port" exec "$server"
         ) >"$log" 2>&1 &
+    elif [ "${COMPAT_TLS:-0}" = 1 ]; then
+        CANOPY_ADMIN_SECRET="$tls_secret" "$server" --host 127.0.0.1 --port "$port" --in-memory \
+            --tls-cert-file "$work/tls/server.pem" --tls-key-file "$work/tls/server.key" \
+            --sse-keepalive-interval 1 --log-level warning "$@" >"$log" 2>&1 &
     else
         "$server" --host 127.0.0.1 --port "$port" --emulator --sse-keepalive-interval 1 --log-level warning "$@" \
             >"$log" 2>&1 &
@@ -89,7 +95,7 @@ start_server() {
     local ready=0
     for _ in $(seq 1 100); do
         if ! kill -0 "$pid" 2>/dev/null; then break; fi
-        if "$venv/bin/python" -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/health', timeout=1).read()" 2>/dev/null; then
+        if "$venv/bin/python" -c "import ssl, urllib.request; urllib.request.urlopen('$health_scheme://127.0.0.1:$port/health', timeout=1, context=ssl.create_default_context(cafile='$health_ca' or None)).read()" 2>/dev/null; then
             ready=1
             break
         fi
@@ -105,6 +111,26 @@ start_server() {
 
 port="$(free_port)"
 server_log="$work/server.log"
+health_scheme=http
+health_ca=""
+if [ "${COMPAT_TLS:-0}" = 1 ]; then
+    # A private CA and a certificate it signed for localhost and 127.0.0.1, as an operator's own
+    # PKI would make them.
+    mkdir -p "$work/tls"
+    (
+        cd "$work/tls"
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj "/CN=Compat CA" \
+            -keyout ca.key -out ca.pem
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=localhost" \
+            -keyout server.key -out server.csr
+        printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >server.ext
+        openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 30 -extfile server.ext \
+            -out server.pem
+    ) >"$work/tls/openssl.log" 2>&1 || { cat "$work/tls/openssl.log"; echo "compat: openssl failed"; summary_failed; }
+    tls_secret="$("$venv/bin/python" -c 'import secrets; print(secrets.token_urlsafe(32))')"
+    health_scheme=https
+    health_ca="$work/tls/ca.pem"
+fi
 if [ "${COMPAT_CLUSTER:-0}" = 1 ]; then
     mkdir -p "$work/postgres" "$work/node1" "$work/node2"
     chmod 711 "$work" # PostgreSQL runs as its own user, which must reach its folder inside.
@@ -131,6 +157,9 @@ elif [ "${COMPAT_README:-0}" = 1 ]; then
     # Its event streams get a keep-alive every 30 s (the default), and firebase-admin's listener
     # close() waits for the stream's next bytes (as against Firebase: firebase-admin-python#364).
     export COMPAT_CLOSE_SECONDS=35
+elif [ "${COMPAT_TLS:-0}" = 1 ]; then
+    start_server "$port" "$server_log"
+    echo "compat: canopy-server serving TLS on 127.0.0.1:$port (certificate from a private CA)"
 else
     start_server "$port" "$server_log" --in-memory
 fi
@@ -138,8 +167,14 @@ fi
 # 4. The checks. compat_test.py prints the closing summary line itself. (In the background so
 # that an interrupt stops it and the server at once.)
 status=0
-FIREBASE_DATABASE_EMULATOR_HOST="127.0.0.1:$port" PYTHONUNBUFFERED=1 \
-    timeout 600 "$venv/bin/python" "$here/compat_test.py" "$@" </dev/null &
+if [ "${COMPAT_TLS:-0}" = 1 ]; then
+    CANOPY_COMPAT_URL="https://127.0.0.1:$port" CANOPY_COMPAT_SECRET="$tls_secret" \
+        REQUESTS_CA_BUNDLE="$work/tls/ca.pem" PYTHONUNBUFFERED=1 \
+        timeout 600 "$venv/bin/python" "$here/tls_test.py" </dev/null &
+else
+    FIREBASE_DATABASE_EMULATOR_HOST="127.0.0.1:$port" PYTHONUNBUFFERED=1 \
+        timeout 600 "$venv/bin/python" "$here/compat_test.py" "$@" </dev/null &
+fi
 test_pid=$!
 wait "$test_pid" || status=$?
 test_pid=""
