@@ -166,7 +166,7 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
-            path: "Modules/Server",
+            path: "Modules/CanopyServer",
             swiftSettings: swiftSettings
         ),
         .target(
@@ -187,7 +187,7 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
-            path: "Modules/Testing",
+            path: "Modules/CanopyTesting",
             swiftSettings: swiftSettings
         ),
         .executableTarget(
