@@ -45,8 +45,8 @@ struct LoadAuthentication {
         guard let json = try? JSONValue(parsing: text), let message = try? ServerMessage(json: json),
             case .response(Self.requestNumber, let status, let data) = message
         else { return .ignored }
-        guard status == "ok" else {
-            return .refused(.tokenRefused(server: server, status: status, reason: data.stringValue ?? ""))
+        guard status == .ok else {
+            return .refused(.tokenRefused(server: server, status: status.text, reason: data.stringValue ?? ""))
         }
         return .accepted(hello: hello)
     }

@@ -227,8 +227,8 @@ final class StormClient: Sendable {
             }
         case .response(let number, let status, _):
             guard number == 2 || number == 3 else { return }
-            guard status == "ok" else {
-                tally.listenRefusals.add(status)
+            guard status == .ok else {
+                tally.listenRefusals.add(status.text)
                 return
             }
             state.withLock { state in

@@ -164,8 +164,8 @@ final class RawWindowSession: LoadSession {
         guard let json = try? JSONValue(parsing: message), let decoded = try? ServerMessage(json: json) else { return }
         switch decoded {
         case .merge(_, .object(let members), _): tally.count.add(members.count, ordering: .relaxed)
-        case .response(1, "ok", _): tally.ready.store(1, ordering: .relaxed)
-        case .response(1, let status, _): tally.refusals.add(status)
+        case .response(1, .ok, _): tally.ready.store(1, ordering: .relaxed)
+        case .response(1, let status, _): tally.refusals.add(status.text)
         default: break
         }
     }

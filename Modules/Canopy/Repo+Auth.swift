@@ -36,7 +36,7 @@ extension Repo {
             state.auth.refusals = 0
             if token == nil {
                 setAuthState(.signedOut, in: &state)
-                _ = send(.unauth, in: &state) { _, _ in }
+                _ = send(.unauth, in: &state) { _ in }
                 resendWrites(in: &state)
                 return true
             }
@@ -55,31 +55,32 @@ extension Repo {
         guard let token = state.auth.token, state.auth.refusals < Self.maxAuthRefusals else { return }
         // A refused token stays reported refused while it is tried again.
         if !state.auth.state.isRefused { setAuthState(.authenticating, in: &state) }
-        _ = send(.auth(credential: token), in: &state) { [self] status, data in
+        _ = send(.auth(credential: token), in: &state) { [self] outcome in
+            guard case .answered(let status, let data) = outcome else { return }
             authAnswered(token, status: status, data: data)
         }
     }
 
-    private func authAnswered(_ token: String, status: String, data: JSONValue) {
+    private func authAnswered(_ token: String, status: ResponseStatus, data: JSONValue) {
         let accepted = state.withLock { state -> Bool? in
-            guard state.auth.token == token, status != "disconnected" else { return nil }
-            if status == "ok" {
+            guard state.auth.token == token else { return nil }
+            if status == .ok {
                 state.auth.refusals = 0
                 setAuthState(.authenticated, in: &state)
                 resendWrites(in: &state)
                 return true
             }
             state.auth.refusals += 1
-            let reason = data.stringValue ?? status
+            let reason = data.stringValue ?? status.text
             logger.warning(
                 "the server refused the auth token; writes wait for a new one",
                 metadata: ["status": "\(status)", "reason": "\(reason)", "refusals": "\(state.auth.refusals)"])
-            setAuthState(.refused(status: status, reason: reason), in: &state)
+            setAuthState(.refused(status: status.text, reason: reason), in: &state)
             return false
         }
         switch accepted {
         case true?: rerunUnsentTransactions()
-        case false?: fetchProvidedToken(forceRefresh: AuthRefusal(status: status) == .expiredToken)
+        case false?: fetchProvidedToken(forceRefresh: AuthRefusal(status: status.text) == .expiredToken)
         case nil: break
         }
     }

@@ -211,7 +211,7 @@ extension Repo {
     /// writes are applied locally as the server will apply them, and requests in flight are told.
     private func closed(_ link: any ServerLink) {
         let (answers, waiters) = state.withLock {
-            state -> ([@Sendable (String, JSONValue) -> Void], [CheckedContinuation<Void, Never>]) in
+            state -> ([@Sendable (RequestOutcome) -> Void], [CheckedContinuation<Void, Never>]) in
             state.link = nil
             state.linkHost = nil
             state.lastAttemptFailed = true
@@ -250,7 +250,7 @@ extension Repo {
             return (Array(state.requests.values), waiters)
         }
         for waiter in waiters { waiter.resume() }
-        for answer in answers { answer("disconnected", .null) }
+        for answer in answers { answer(.disconnected) }
         logger.debug("disconnected")
     }
 
@@ -262,7 +262,7 @@ extension Repo {
         switch message {
         case .response(let number, let status, let data):
             let answer = state.withLock { $0.requests.removeValue(forKey: number) }
-            answer?(status, data)
+            answer?(.answered(status, data))
         case .overwrite(let pathText, let data, let tag):
             apply(pathText, reset: "a data push") { state, path in
                 let node = try Node(json: data)
@@ -303,14 +303,14 @@ extension Repo {
                 let key = Self.listenKey(spec)
                 state.listens[key] = nil
                 state.listenOrder.removeAll { $0 == key }
-                let events = state.tree.listenCompleted(spec, status: "permission_denied")
+                let events = state.tree.listenCompleted(spec, status: ResponseStatus.permissionDenied.text)
                 sendListenRequests(in: &state)
                 dispatch(events, in: &state)
             }
         case .authRevoked(let status, let reason):
             logger.warning(
                 "the server revoked this client's credential", metadata: ["status": "\(status)", "reason": "\(reason)"])
-            authRevoked(status: status, reason: reason)
+            authRevoked(status: status.text, reason: reason)
         case .reset(let host):
             guard let redirect = endpoint.redirected(to: host) else {
                 logger.warning("the server asked to reconnect to an invalid host", metadata: ["host": "\(host)"])

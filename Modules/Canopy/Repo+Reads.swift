@@ -27,19 +27,19 @@ extension Repo {
         if state.withLock({ reachability($0) }) == .connecting {
             await waitUntilReachabilityKnown(timeout: Self.getConnectTimeout)
         }
-        let answer: (status: String, data: JSONValue)? = await withCheckedContinuation { continuation in
+        let outcome: RequestOutcome = await withCheckedContinuation { continuation in
             let sent = state.withLock { state in
-                send(.get(path: spec.path.wireString, query: spec.params.wireObject), in: &state) { status, data in
-                    continuation.resume(returning: (status, data))
+                send(.get(path: spec.path.wireString, query: spec.params.wireObject), in: &state) { outcome in
+                    continuation.resume(returning: outcome)
                 }
             }
-            if !sent { continuation.resume(returning: nil) }
+            if !sent { continuation.resume(returning: .disconnected) }
         }
-        if let answer, answer.status == "ok", let node = try? Node(json: answer.data) {
-            return DataSnapshot(ref: query.ref, node: node, index: spec.params.index)
-        }
-        if let answer, answer.status != "ok", answer.status != "disconnected" {
-            throw .server(status: answer.status, message: answer.data.stringValue ?? answer.status)
+        if case .answered(let status, let data) = outcome {
+            if let error = RequestOutcome.error(for: status, data: data) { throw error }
+            if let node = try? Node(json: data) {
+                return DataSnapshot(ref: query.ref, node: node, index: spec.params.index)
+            }
         }
         // Offline, or the connection was lost before the answer.
         if source == .default, let cached = await cachedSnapshot(query) { return cached }

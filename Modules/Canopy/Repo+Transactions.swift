@@ -231,8 +231,8 @@ extension Repo {
     /// the connection is lost before its answer.
     func sendTransactionPut(_ put: TransactionPut, at path: Path, in state: inout State) -> Bool {
         guard writesMayGo(state) else { return false }
-        let sent = send(put.action, writeID: put.sequence, in: &state) { [self] status, data in
-            answered(put.ids, at: path, status: status, data: data)
+        let sent = send(put.action, writeID: put.sequence, in: &state) { [self] outcome in
+            answered(put.ids, at: path, outcome: outcome)
         }
         if sent {
             var put = put
@@ -249,14 +249,14 @@ extension Repo {
         for id in put.ids { state.transactions[id]?.sent = false }
     }
 
-    private func answered(_ ids: [Int], at path: Path, status: String, data: JSONValue) {
+    private func answered(_ ids: [Int], at path: Path, outcome: RequestOutcome) {
         let rerun = state.withLock { state -> Bool in
             // Resent as it was on the next connection (see `opened`).
-            if status == "disconnected" { return false }
+            guard case .answered(let status, let data) = outcome else { return false }
             state.transactionPuts[path] = nil
             for id in ids { state.transactions[id]?.sent = false }
             switch status {
-            case "ok":
+            case .ok:
                 for id in ids {
                     guard let transaction = state.transactions[id], let writeID = transaction.writeID else { continue }
                     dispatch(state.tree.ackUserWrite(writeID: writeID), in: &state)
@@ -265,7 +265,7 @@ extension Repo {
                 }
                 // Transactions queued while this put was in flight go next.
                 return true
-            case "datastale":
+            case .dataStale:
                 for id in ids {
                     guard var transaction = state.transactions[id] else { continue }
                     transaction.retries += 1
@@ -282,7 +282,7 @@ extension Repo {
                 }
                 return true
             default:
-                let error = DatabaseError.server(status: status, message: data.stringValue ?? status)
+                let error = RequestOutcome.error(for: status, data: data)
                 for id in ids {
                     finish(
                         id, error: error, committed: false, node: state.tree.completeEventCache(at: path), in: &state)

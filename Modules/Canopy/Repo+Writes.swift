@@ -168,22 +168,21 @@ extension Repo {
     /// Sends write `id` if connected (and authenticated when it has a token); otherwise it waits.
     func sendWrite(_ id: Int, in state: inout State) {
         guard let write = state.writes[id], writesMayGo(state) else { return }
-        let sent = send(write.action, writeID: id, in: &state) { [self] status, data in
+        let sent = send(write.action, writeID: id, in: &state) { [self] outcome in
+            // A write cut off by a lost connection is sent again, in order, on the next one.
+            guard case .answered(let status, let data) = outcome else { return }
             writeAnswered(id, status: status, data: data)
         }
         if sent { state.writes[id]?.sentOnLink = state.linkNumber }
     }
 
-    private func writeAnswered(_ id: Int, status: String, data: JSONValue) {
-        // A write cut off by a lost connection is sent again, in order, on the next one.
-        if status == "disconnected" { return }
+    private func writeAnswered(_ id: Int, status: ResponseStatus, data: JSONValue) {
         state.withLock { state in
             guard let write = state.writes.removeValue(forKey: id) else { return }
-            persistence?.removeWrite(id: id, acknowledged: status == "ok" ? write.written : [:])
-            let events = state.tree.ackUserWrite(writeID: id, revert: status != "ok")
+            persistence?.removeWrite(id: id, acknowledged: status == .ok ? write.written : [:])
+            let events = state.tree.ackUserWrite(writeID: id, revert: status != .ok)
             dispatch(events, in: &state)
-            let error: DatabaseError? =
-                status == "ok" ? nil : .server(status: status, message: data.stringValue ?? status)
+            let error = RequestOutcome.error(for: status, data: data)
             write.status.finish(error)
             complete(write.completion, with: error, in: state)
             settleWriteWaiters(in: &state)
@@ -218,15 +217,14 @@ extension Repo {
     private func disconnectRequest(
         _ action: ClientAction, completion: @escaping Completion
     ) -> QueuedRequest {
-        QueuedRequest(action: action) { [self] status, data in
+        QueuedRequest(action: action) { [self] outcome in
             state.withLock { state in
-                if status == "disconnected" {
+                guard case .answered(let status, let data) = outcome else {
                     state.queued.append(disconnectRequest(action, completion: completion))
                     return
                 }
-                if status == "ok" { recordLocally(action, in: &state) }
-                let error: DatabaseError? =
-                    status == "ok" ? nil : .server(status: status, message: data.stringValue ?? status)
+                if status == .ok { recordLocally(action, in: &state) }
+                let error = RequestOutcome.error(for: status, data: data)
                 complete(completion, with: error, in: state)
             }
         }

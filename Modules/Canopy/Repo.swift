@@ -91,7 +91,7 @@ final class Repo: Sendable {
     /// An onDisconnect request made while offline, sent once connected.
     struct QueuedRequest: Sendable {
         let action: ClientAction
-        let completion: @Sendable (String, JSONValue) -> Void
+        let completion: @Sendable (RequestOutcome) -> Void
     }
 
     /// A transaction queue's compare-and-set in flight, kept to be resent as it was (under the same
@@ -152,7 +152,7 @@ final class Repo: Sendable {
         var networkPathReturned = false
         var serverTimeOffset: Double = 0
         var nextRequestNumber = 0
-        var requests: [Int: @Sendable (String, JSONValue) -> Void] = [:]
+        var requests: [Int: @Sendable (RequestOutcome) -> Void] = [:]
         var reconnectWait: Task<Void, any Error>?
         var connectionWaiters: [UUID: CheckedContinuation<Void, Never>] = [:]
         var transactions: [Int: TransactionState] = [:]
@@ -390,7 +390,7 @@ final class Repo: Sendable {
                 guard state.listens.removeValue(forKey: key) != nil else { continue }
                 state.listenOrder.removeAll { $0 == key }
                 send(.unlisten(path: query.path.wireString, query: query.params.wireObject, tag: tag), in: &state) {
-                    _, _ in
+                    _ in
                 }
             }
         }
@@ -404,11 +404,11 @@ final class Repo: Sendable {
         let hash = state.tree.serverCacheHash(for: query)
         let action = ClientAction.listen(
             path: query.path.wireString, query: query.params.wireObject, tag: listen.tag, hash: hash)
-        send(action, in: &state) { [self] status, data in
+        send(action, in: &state) { [self] outcome in
             // A listen cut off by a lost connection is sent again on the next one.
-            if status == "disconnected" { return }
+            guard case .answered(let status, let data) = outcome else { return }
             self.state.withLock { state in
-                if status != "ok" {
+                if status != .ok {
                     logger.warning("listen refused", metadata: ["path": "\(query.path)", "status": "\(status)"])
                 }
                 if case .array(let warnings)? = data["w"], warnings.contains(.string("no_index")) {
@@ -417,15 +417,15 @@ final class Repo: Sendable {
                         metadata: ["path": "\(query.path)"])
                 }
                 guard state.listens[key] != nil else { return }
-                if status == "ok" {
+                if status == .ok {
                     persistence?.setComplete(query, window: state.tree.serverCache(for: query))
                     listenAnswered(key, in: &state)
                 }
-                if status != "ok" {
+                if status != .ok {
                     state.listens[key] = nil
                     state.listenOrder.removeAll { $0 == key }
                 }
-                let events = state.tree.listenCompleted(query, status: status)
+                let events = state.tree.listenCompleted(query, status: status.text)
                 sendListenRequests(in: &state)
                 dispatch(events, in: &state)
             }
@@ -441,7 +441,7 @@ final class Repo: Sendable {
     @discardableResult
     func send(
         _ action: ClientAction, writeID: Int? = nil, in state: inout State,
-        answer: @escaping @Sendable (String, JSONValue) -> Void
+        answer: @escaping @Sendable (RequestOutcome) -> Void
     ) -> Bool {
         // After `goOffline()` nothing more goes out, even while the connection is still closing.
         guard let link = state.link, state.connected, !state.interrupted else { return false }

@@ -115,7 +115,8 @@ final class AppliedWrites: Sendable {
                     notApplied[sequence] =
                         switch outcome {
                         case .stale: .stale
-                        case .refused(let status, let message): .refused(WriteError(status: status, message: message))
+                        case .refused(let status, let message):
+                            .refused(WriteError(status: ResponseStatus(status), message: message))
                         }
                 }
                 state.records += notApplied.count - (state.clients[ids.client]?.notApplied.count ?? 0)
@@ -145,7 +146,7 @@ final class AppliedWrites: Sendable {
                     case .applied: continue
                     case .stale: notApplied[sequence] = .stale
                     case .refused(let error):
-                        notApplied[sequence] = .refused(status: error.status, message: error.message)
+                        notApplied[sequence] = .refused(status: error.status.text, message: error.message)
                     }
                 }
                 changes.append(

@@ -1,6 +1,7 @@
 import Auth
 import Foundation
 import Synchronization
+import Transport
 
 /// Checks the credentials clients present, with the verifier made when the server starts.
 final class Authenticator: Sendable {
@@ -20,9 +21,9 @@ final class Authenticator: Sendable {
         case notStarted
 
         /// The realtime protocol's status for the refusal (`expired_token` or `invalid_token`).
-        var status: String {
-            if case .token(let error) = self { return error.wireStatus }
-            return "invalid_token"
+        var status: ResponseStatus {
+            if case .token(let error) = self { return ResponseStatus(error.wireStatus) }
+            return .invalidToken
         }
 
         var message: String {

@@ -20,7 +20,7 @@ extension CanopyServer {
         _ connection: RealtimeConnection, credential: String, admin: AdminAuth?, request number: Int,
         database: Database
     ) async {
-        func refuse(_ status: String, _ message: String) {
+        func refuse(_ status: ResponseStatus, _ message: String) {
             connection.send(.response(number: number, status: status, data: .string(message)))
         }
         let verified: (caller: Caller, expiresAt: Date?)
@@ -33,12 +33,12 @@ extension CanopyServer {
         }
         var caller = verified.caller
         if let admin {
-            guard caller.isAdmin else { return refuse("invalid_token", "gauth needs an admin credential") }
+            guard caller.isAdmin else { return refuse(.invalidToken, "gauth needs an admin credential") }
             if let authVariable = admin.authVariable {
                 do {
                     caller = Caller(override: try AuthVariableOverride(authVariable))
                 } catch {
-                    return refuse("invalid_token", error.description)
+                    return refuse(.invalidToken, error.description)
                 }
             }
         }

@@ -6,6 +6,7 @@ import NIOCore
 import Prometheus
 import Query
 import Rules
+import Transport
 import Tree
 
 extension CanopyServer {
@@ -232,9 +233,9 @@ extension CanopyServer {
             return Self.permissionDenied
         case .rejected(let error) where error.isMoved:
             return nil
-        case .rejected(let error) where error.status == "unavailable":
+        case .rejected(let error) where error.status == .unavailable:
             return Self.error(.serviceUnavailable, error.message)
-        case .rejected(let error) where error.status == "storage_error":
+        case .rejected(let error) where error.status == .storageError:
             return Self.error(.internalServerError, error.message)
         case .rejected(let error):
             return Self.error(.badRequest, error.message)

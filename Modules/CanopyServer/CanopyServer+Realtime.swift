@@ -37,7 +37,7 @@ extension CanopyServer {
         do throws(ProtocolError) {
             return try ClientMessage(parsing: text)
         } catch .invalidRequest(let number, let reason) {
-            connection.send(.response(number: number, status: "invalid_request", data: .string(reason)))
+            connection.send(.response(number: number, status: .invalidRequest, data: .string(reason)))
         } catch {
             connection.send(.error("\(error)"))
         }
@@ -50,7 +50,7 @@ extension CanopyServer {
             switch outcome {
             case .ok: connection.send(.ok(number))
             case .datastale:
-                connection.send(.response(number: number, status: "datastale", data: "Transaction hash does not match"))
+                connection.send(.response(number: number, status: .dataStale, data: "Transaction hash does not match"))
             case .rejected(let error) where error.isMoved:
                 // Not stored here: unanswered, the client sends it again after it reconnected, to
                 // the namespace's new owner (with its write id, so it runs there once).
@@ -131,7 +131,7 @@ extension CanopyServer {
             do {
                 params = try QueryParams(wireObject: query)
             } catch {
-                fail(WriteError(status: "invalid_query", message: error.description))
+                fail(WriteError(status: .invalidQuery, message: error.description))
                 return
             }
             let limit = configuration.maxListensPerConnection
@@ -140,7 +140,7 @@ extension CanopyServer {
             {
                 metrics.tripped(.listensPerConnection)
                 return fail(
-                    WriteError(status: "too_many_listens", message: "this connection already has \(limit) listens"))
+                    WriteError(status: .tooManyListens, message: "this connection already has \(limit) listens"))
             }
             // Answered once its data was pushed (in commit order; see `Database.listen`).
             let allowed = await database.listen(
@@ -171,7 +171,7 @@ extension CanopyServer {
                     metrics.tripped(.onDisconnectBytes)
                     return fail(
                         WriteError(
-                            status: "too_big",
+                            status: .tooBig,
                             message:
                                 "the onDisconnect operations of this connection would hold more than \(limit) bytes"))
                 }
@@ -199,7 +199,7 @@ extension CanopyServer {
                 }
                 connection.send(.ok(number, data: data.json(exportFormat: true)))
             } catch {
-                fail(WriteError(status: "invalid_query", message: error.description))
+                fail(WriteError(status: .invalidQuery, message: error.description))
             }
         case .auth(let credential):
             await authenticate(connection, credential: credential, admin: nil, request: number, database: database)
@@ -214,13 +214,13 @@ extension CanopyServer {
             connection.send(.ok(number))
         case .unknown(let action):
             connection.send(
-                .response(number: number, status: "unknown_action", data: .string("unknown action \"\(action)\"")))
+                .response(number: number, status: .unknownAction, data: .string("unknown action \"\(action)\"")))
         }
     }
 
     /// What a client is told when its onDisconnect operations could not be stored.
     static let disconnectNotStored = WriteError(
-        status: "storage_error", message: "the onDisconnect operations could not be stored; try again")
+        status: .storageError, message: "the onDisconnect operations could not be stored; try again")
 
     /// Where the store keeps onDisconnect operations (PostgreSQL), stores `connection`'s current
     /// ones before the change is acknowledged; if the store refuses, puts back `previous` and

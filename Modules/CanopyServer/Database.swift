@@ -255,7 +255,7 @@ actor Database {
     private func refuseNow(
         _ error: WriteError, reply: @escaping @Sendable (WriteOutcome) -> Void
     ) -> AppliedWrites.Disposition {
-        guard error.status == "unavailable" else { return refuse(error, reply: reply) }
+        guard error.status == .unavailable else { return refuse(error, reply: reply) }
         reply(.rejected(error))
         return .refused(error)
     }
@@ -415,7 +415,7 @@ actor Database {
         if case .fenced? = error as? PostgresStoreError { return .moved(namespace) }
         if lost, case .haltedAfterFailure? = error as? StoreError { return .moved(namespace) }
         let reason = (error as? StoreError)?.clientMessage ?? "see the server's log"
-        return WriteError(status: "storage_error", message: "the write could not be stored: \(reason)")
+        return WriteError(status: .storageError, message: "the write could not be stored: \(reason)")
     }
 
     /// Why a write cannot be taken now: the database recovers from a storage failure, or its store
@@ -427,13 +427,13 @@ actor Database {
         }
         if recovering {
             return WriteError(
-                status: "storage_error", message: "the database is recovering from a storage failure; retry shortly")
+                status: .storageError, message: "the database is recovering from a storage failure; retry shortly")
         }
         let behind = commits.uncommittedWrites
         guard behind >= maxUncommittedWrites, !admitsPastBacklog else { return nil }
         metrics.tripped(.uncommittedWrites)
         return WriteError(
-            status: "unavailable",
+            status: .unavailable,
             message: "the database is \(behind) writes behind its storage; retry shortly")
     }
 

@@ -444,7 +444,7 @@ final class RealtimeConnection: Subscriber, FlushTarget {
             return true
         }
         guard expired else { return }
-        send(.authRevoked(status: "expired_token", reason: "Auth token is expired."))
+        send(.authRevoked(status: .expiredToken, reason: "Auth token is expired."))
         await database.reauthenticate(subscriberID, as: .unauthenticated)
         await storeDisconnectCaller(database: database)
     }

@@ -1,3 +1,4 @@
+public import Transport
 public import Tree
 
 /// How a write ended.
@@ -13,23 +14,26 @@ public enum WriteOutcome: Sendable, Equatable {
 /// Why a write or read was refused: the realtime-protocol status and a message for people.
 public struct WriteError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The protocol status (`invalid_path`, `invalid_data`, `datastale`, `storage_error`, ...).
-    public var status: String
+    public var status: ResponseStatus
     public var message: String
+    /// Whether the write was not stored because another server process serves its namespace now
+    /// (``moved(_:)``).
+    public private(set) var isMoved = false
 
-    public init(status: String, message: String) {
+    public init(status: ResponseStatus, message: String) {
         self.status = status
         self.message = message
     }
 
     public static func invalidPath(_ error: TreeError) -> WriteError {
-        WriteError(status: "invalid_path", message: error.description)
+        WriteError(status: .invalidPath, message: error.description)
     }
 
     /// What the rules refused: status `permission_denied`, and nothing said of which rule.
-    public static let permissionDenied = WriteError(status: "permission_denied", message: "Permission denied")
+    public static let permissionDenied = WriteError(status: .permissionDenied, message: "Permission denied")
 
     public static func invalidData(_ message: String) -> WriteError {
-        WriteError(status: "invalid_data", message: message)
+        WriteError(status: .invalidData, message: message)
     }
 
     /// The refusal for a value or location that failed validation: `invalid_path` for a location,
@@ -40,15 +44,13 @@ public struct WriteError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// A write not stored because another server process serves `namespace` now (cluster mode):
-    /// sent again, to the new owner, it is stored there.
+    /// status `unavailable`; sent again, to the new owner, it is stored there.
     public static func moved(_ namespace: String) -> WriteError {
-        WriteError(status: "unavailable", message: "namespace \"\(namespace)\"\(movedSuffix)")
+        var error = WriteError(
+            status: .unavailable, message: "namespace \"\(namespace)\" moved to another server; reconnect")
+        error.isMoved = true
+        return error
     }
-
-    private static let movedSuffix = " moved to another server; reconnect"
-
-    /// Whether this is ``moved(_:)``.
-    public var isMoved: Bool { status == "unavailable" && message.hasSuffix(Self.movedSuffix) }
 
     public var description: String { "\(status): \(message)" }
 }

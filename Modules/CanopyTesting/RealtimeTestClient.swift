@@ -12,7 +12,7 @@ public import Tree
 /// ```swift
 /// let client = try await RealtimeTestClient.connect(to: server)
 /// let answer = try await client.request(.put(path: "a", data: 1, hash: nil))
-/// #expect(answer.status == "ok")
+/// #expect(answer.status == .ok)
 /// await client.close()
 /// ```
 ///
@@ -32,10 +32,10 @@ public final class RealtimeTestClient: Sendable {
     /// The answer to one request.
     public struct Response: Sendable, Equatable {
         public var number: Int
-        public var status: String
+        public var status: ResponseStatus
         public var data: JSONValue
 
-        public var isOK: Bool { status == "ok" }
+        public var isOK: Bool { status == .ok }
     }
 
     /// How long a wait lasts when a test names no timeout: generous, as builds share the machine.
@@ -142,7 +142,7 @@ public final class RealtimeTestClient: Sendable {
     @discardableResult
     public func requestOK(_ action: ClientAction, timeout: Duration = defaultTimeout) async throws -> JSONValue {
         let answer = try await request(action, timeout: timeout)
-        guard answer.isOK else { throw RealtimeTestError.notOK(action: action.name, answer.status, answer.data) }
+        guard answer.isOK else { throw RealtimeTestError.notOK(action: action.name, answer.status.text, answer.data) }
         return answer.data
     }
 

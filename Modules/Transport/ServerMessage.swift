@@ -3,7 +3,7 @@ public import Tree
 /// A message from the server to a client.
 public enum ServerMessage: Sendable, Equatable {
     /// The answer to request `number`: status `ok` or an error code, with data or a message.
-    case response(number: Int, status: String, data: JSONValue)
+    case response(number: Int, status: ResponseStatus, data: JSONValue)
     /// `d`: the data at `path` is now `data` (for the filtered query `tag`, if set).
     case overwrite(path: String, data: JSONValue, tag: Int?)
     /// `m`: each member of `data` (a relative path) is now its value.
@@ -11,7 +11,7 @@ public enum ServerMessage: Sendable, Equatable {
     /// `c`: the listen at `path` was revoked (for example permission lost).
     case listenRevoked(path: String, query: JSONValue?)
     /// `ac`: the credential was revoked.
-    case authRevoked(status: String, reason: String)
+    case authRevoked(status: ResponseStatus, reason: String)
     /// Control `h`: the first message on every connection. `extensions` (member `ext`) names the
     /// Canopy extensions the server supports, such as ``RealtimeHello/writeIDsExtension``; other
     /// clients ignore it.
@@ -29,14 +29,14 @@ public enum ServerMessage: Sendable, Equatable {
 
     /// A successful answer with no data.
     public static func ok(_ number: Int, data: JSONValue = "") -> ServerMessage {
-        .response(number: number, status: "ok", data: data)
+        .response(number: number, status: .ok, data: data)
     }
 
     /// The JSON envelope of this message.
     public var json: JSONValue {
         switch self {
         case .response(let number, let status, let data):
-            return ["t": "d", "d": ["r": .number(Double(number)), "b": ["s": .string(status), "d": data]]]
+            return ["t": "d", "d": ["r": .number(Double(number)), "b": ["s": .string(status.text), "d": data]]]
         case .overwrite(let path, let data, let tag):
             return Self.push("d", path: path, data: data, tag: tag)
         case .merge(let path, let data, let tag):
@@ -46,7 +46,7 @@ public enum ServerMessage: Sendable, Equatable {
             if let query { body["q"] = query }
             return ["t": "d", "d": ["a": "c", "b": .object(body)]]
         case .authRevoked(let status, let reason):
-            return ["t": "d", "d": ["a": "ac", "b": ["s": .string(status), "d": .string(reason)]]]
+            return ["t": "d", "d": ["a": "ac", "b": ["s": .string(status.text), "d": .string(reason)]]]
         case .hello(let timestamp, let version, let host, let sessionID, let extensions):
             var body: [String: JSONValue] = [
                 "ts": .number(Double(timestamp)), "v": .string(version), "h": .string(host), "s": .string(sessionID),
@@ -76,7 +76,7 @@ public enum ServerMessage: Sendable, Equatable {
 
     /// The request number, when this is a plain acknowledgement.
     public var plainAcknowledgementNumber: Int? {
-        if case .response(let number, "ok", .string("")) = self { return number }
+        if case .response(let number, .ok, .string("")) = self { return number }
         return nil
     }
 
@@ -120,7 +120,7 @@ extension ServerMessage {
         if case .number(let rawNumber)? = body["r"], let number = Int(exactly: rawNumber) {
             let result = body["b"] ?? .null
             self = .response(
-                number: number, status: result["s"]?.stringValue ?? "", data: result["d"] ?? .null)
+                number: number, status: ResponseStatus(result["s"]?.stringValue ?? ""), data: result["d"] ?? .null)
             return
         }
         guard case .string(let action)? = body["a"], case .object(let payload)? = body["b"] else {
@@ -132,7 +132,9 @@ extension ServerMessage {
         case "d": self = .overwrite(path: path, data: payload["d"] ?? .null, tag: tag)
         case "m": self = .merge(path: path, data: payload["d"] ?? .null, tag: tag)
         case "c": self = .listenRevoked(path: path, query: payload["q"])
-        case "ac": self = .authRevoked(status: payload["s"]?.stringValue ?? "", reason: payload["d"]?.stringValue ?? "")
+        case "ac":
+            let status = ResponseStatus(payload["s"]?.stringValue ?? "")
+            self = .authRevoked(status: status, reason: payload["d"]?.stringValue ?? "")
         default: throw .malformedMessage("unknown server action \"\(action)\"")
         }
     }

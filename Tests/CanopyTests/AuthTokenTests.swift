@@ -28,7 +28,7 @@ struct AuthTokenTests {
         return credential
     }
 
-    static func answer(_ link: ScriptedLink, _ index: Int, _ status: String, _ data: JSONValue = "") {
+    static func answer(_ link: ScriptedLink, _ index: Int, _ status: ResponseStatus, _ data: JSONValue = "") {
         guard let request = link.request(index) else {
             Issue.record("no request \(index): \(link.requests)")
             return
@@ -74,7 +74,7 @@ struct AuthTokenTests {
             #expect(await WireConformanceTests.waitFor(link, count: 3), "\(link.requests)")
             #expect(link.requests == ["s ", "auth ", "q notes"], "auth first, writes held: \(link.requests)")
             #expect(Self.credential(link, 1) == "token-1")
-            Self.answer(link, 1, "expired_token", "auth token is expired")
+            Self.answer(link, 1, .expiredToken, "auth token is expired")
             #expect(await states.wait { $0.last == "token refused (expired_token): auth token is expired" })
             #expect(database.authState.refusal == .expiredToken)
             try await Task.sleep(for: .milliseconds(200))
@@ -87,10 +87,10 @@ struct AuthTokenTests {
             #expect(await WireConformanceTests.waitFor(link, count: 4))
             #expect(Self.credential(link, 3) == "token-2")
             #expect(link.requests.count == 4, "still held until accepted: \(link.requests)")
-            Self.answer(link, 3, "ok")
+            Self.answer(link, 3, .ok)
             #expect(await WireConformanceTests.waitFor(link, count: 5))
             #expect(link.requests.last == "p notes/n1")
-            Self.answer(link, 4, "ok")
+            Self.answer(link, 4, .ok)
             try await write.acknowledged
             #expect(database.authState == .authenticated)
             database.shutDown()
@@ -119,7 +119,7 @@ struct AuthTokenTests {
             try await Task.sleep(for: .milliseconds(50))
             if connection <= 3 {
                 #expect(Self.credential(link, 1) == "bad", "connection \(connection): \(link.requests)")
-                Self.answer(link, 1, "invalid_token", "bad signature")
+                Self.answer(link, 1, .invalidToken, "bad signature")
                 #expect(await Recorder<Int>().wait(timeout: .seconds(1)) { _ in database.authState != .authenticating })
             } else {
                 #expect(link.requests == ["s ", "q x"], "not sent a fourth time: \(link.requests)")
@@ -159,12 +159,12 @@ struct AuthTokenTests {
         database.reference(withPath: "a").setValue(1) { _, _ in }
         let link = try #require(await server.waitForLink(1))
         #expect(await WireConformanceTests.waitFor(link, count: 2))
-        Self.answer(link, 1, "ok")
+        Self.answer(link, 1, .ok)
         #expect(await WireConformanceTests.waitFor(link, count: 3))
         #expect(link.requests == ["s ", "auth ", "p a"])
 
         // The server revokes the token: the next write waits.
-        link.deliver(.authRevoked(status: "expired_token", reason: "expired"))
+        link.deliver(.authRevoked(status: .expiredToken, reason: "expired"))
         #expect(await Recorder<Int>().wait(timeout: .seconds(2)) { _ in database.authState != .authenticated })
         #expect(database.authState == .refused(status: "expired_token", reason: "expired"))
         #expect(database.authState.refusal == .expiredToken)

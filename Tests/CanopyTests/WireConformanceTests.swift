@@ -188,7 +188,7 @@ struct WireConformanceTests {
         #expect(await Self.waitFor(first, count: 5))
         // The server acknowledges the first write only, then the connection drops.
         let firstWrite = try #require(first.request(2))
-        first.deliver(.response(number: firstWrite.number, status: "ok", data: ""))
+        first.deliver(.response(number: firstWrite.number, status: .ok, data: ""))
         try await Task.sleep(for: .milliseconds(50))
         first.close()
 
@@ -231,7 +231,7 @@ struct WireConformanceTests {
         #expect(await Self.waitFor(second, count: 2), "\(second.requests)")
         #expect(second.requests == ["s ", "o p"])
         let request = try #require(second.request(1))
-        second.deliver(.response(number: request.number, status: "ok", data: ""))
+        second.deliver(.response(number: request.number, status: .ok, data: ""))
         #expect(await completed.wait { $0 == ["ok"] }, "\(completed.all)")
     }
 
@@ -272,7 +272,7 @@ struct WireConformanceTests {
         }
         #expect(resent.map(\.action) == sentFirst.map(\.action))
         #expect(resent.map(\.writeID) == sentFirst.map(\.writeID))
-        for request in resent { second.deliver(.response(number: request.number, status: "ok", data: "")) }
+        for request in resent { second.deliver(.response(number: request.number, status: .ok, data: "")) }
         #expect(await outcomes.wait { $0.count == 3 }, "\(outcomes.all)")
         #expect(Set(outcomes.all) == ["w0 true", "t true true", "w1 true"])
     }

@@ -9,7 +9,7 @@ import Transport
 struct AppliedWritesTests {
     @Test func appliedWritesCostNothingAndRefusalsAreRememberedExactly() {
         let applied = AppliedWrites()
-        let refusal = WriteError(status: "invalid_data", message: "no")
+        let refusal = WriteError(status: .invalidData, message: "no")
         for sequence in 0..<5_000 {
             applied.record(WriteID(client: "c", sequence: sequence), sequence == 4_990 ? .refused(refusal) : .applied)
         }
@@ -22,7 +22,7 @@ struct AppliedWritesTests {
 
     @Test func refusalsFromManyMadeUpClientsStayWithinTheBudget() {
         let applied = AppliedWrites()
-        let refusal = WriteError(status: "permission_denied", message: String(repeating: "x", count: 100))
+        let refusal = WriteError(status: .permissionDenied, message: String(repeating: "x", count: 100))
         for client in 0..<400 {
             for sequence in 0..<1_000 {
                 applied.record(WriteID(client: "hostile-\(client)", sequence: sequence), .stale)
@@ -40,7 +40,7 @@ struct AppliedWritesTests {
     /// taking the namespace over), answers every write as the first memory did.
     @Test func whatIsStoredAnswersAsTheMemoryItCameFrom() {
         let applied = AppliedWrites()
-        let refusal = WriteError(status: "permission_denied", message: "Permission denied")
+        let refusal = WriteError(status: .permissionDenied, message: "Permission denied")
         for sequence in 1...40 {
             let disposition: AppliedWrites.Disposition =
                 sequence % 10 == 3 ? .refused(refusal) : sequence % 10 == 7 ? .stale : .applied

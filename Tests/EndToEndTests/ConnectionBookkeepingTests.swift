@@ -113,7 +113,7 @@ struct ConnectionBookkeepingTests {
             _ = await Self.eventually(within: .seconds(1)) { server.server.sessions.connection(new.sessionID) != nil }
             await turn.release()
             lease.release()
-            #expect(try await new.status(of: try #require(new.firstRequestNumber)) == "ok")
+            #expect(try await new.status(of: try #require(new.firstRequestNumber)) == .ok)
             #expect(try await observer.get("presence/x") == "online")
         }
     }

@@ -18,14 +18,14 @@ import Tree
             let client = try await RealtimeTestClient.connect(to: server)
             for index in 0..<5 { try await client.requestOK(Self.listen("/rooms/r\(index)")) }
             let refused = try await client.request(Self.listen("/rooms/r5"))
-            #expect(refused.status == "too_many_listens")
+            #expect(refused.status == .tooManyListens)
             #expect(refused.data == "this connection already has 5 listens")
             #expect(server.metric(#"canopy_limit_trips_total{limit="listens_per_connection"}"#) == 1)
             // Listening again where it listens is not one more, and an unlisten makes room.
             try await client.requestOK(Self.listen("/rooms/r0"))
             try await client.requestOK(.unlisten(path: "/rooms/r1", query: nil, tag: nil))
             try await client.requestOK(Self.listen("/rooms/r5"))
-            #expect(try await client.request(Self.listen("/rooms/r6")).status == "too_many_listens")
+            #expect(try await client.request(Self.listen("/rooms/r6")).status == .tooManyListens)
 
             // Its listens still get their updates.
             while client.pendingMessages.contains(where: \.isDataPush) { _ = try await client.nextPush() }
@@ -43,11 +43,11 @@ import Tree
             let large = JSONValue.string(String(repeating: "x", count: 1500))
             try await client.requestOK(.onDisconnectPut(path: "/presence/a", data: large))
             let refused = try await client.request(.onDisconnectPut(path: "/presence/b", data: large))
-            #expect(refused.status == "too_big")
+            #expect(refused.status == .tooBig)
             #expect(
                 refused.data == "the onDisconnect operations of this connection would hold more than 2048 bytes")
             let merge = try await client.request(.onDisconnectMerge(path: "/presence", data: ["b": large]))
-            #expect(merge.status == "too_big")
+            #expect(merge.status == .tooBig)
             #expect(server.metric(#"canopy_limit_trips_total{limit="on_disconnect_bytes"}"#) == 2)
 
             // Cancelling makes room; what was accepted runs when the connection goes.

@@ -45,7 +45,7 @@ struct ConnectionTests {
     @Test func statsAreAnsweredOK() async throws {
         try await withClients(1) { _, clients in
             let answer = try await clients[0].request(.stats(["c": ["sdk.js.10-0-0": 1]]))
-            #expect(answer.status == "ok")
+            #expect(answer.status == .ok)
         }
     }
 
@@ -53,8 +53,8 @@ struct ConnectionTests {
         try await withClients(1) { _, clients in
             let auth = try await clients[0].request(.auth(credential: "owner"))
             let unauth = try await clients[0].request(.unauth)
-            #expect(auth.status == "ok")
-            #expect(unauth.status == "ok")
+            #expect(auth.status == .ok)
+            #expect(unauth.status == .ok)
         }
     }
 
@@ -62,7 +62,7 @@ struct ConnectionTests {
         try await withClients(1) { _, clients in
             let client = clients[0]
             let answer = try await client.request(.unknown(action: "zz"))
-            #expect(answer.status == "unknown_action")
+            #expect(answer.status == .unknownAction)
             try await client.put("still", true)
             #expect(try await client.get("still") == true)
         }

@@ -13,7 +13,7 @@ struct FramingTests {
             let client = clients[0]
             let number = try await client.send(
                 .put(path: "big", data: ["text": .string(Self.bigValue)], hash: nil), maxFrameCharacters: frameSize)
-            #expect(try await client.response(to: number).status == "ok")
+            #expect(try await client.response(to: number).status == .ok)
             #expect(try await client.get("big/text") == .string(Self.bigValue))
         }
     }
@@ -26,7 +26,7 @@ struct FramingTests {
             let text = message.json.serialized()
             let middle = text.index(text.startIndex, offsetBy: text.count / 2)
             try await client.sendRaw("3", String(text[..<middle]), "", String(text[middle...]))
-            #expect(try await client.response(to: 900).status == "ok")
+            #expect(try await client.response(to: 900).status == .ok)
             #expect(try await client.get("hand") == "split")
         }
     }

@@ -41,7 +41,7 @@ struct ListenOrderTests {
             let message = try await client.nextMessage()
             if case .overwrite(_, let data, _) = message, case .number(let value) = data { seen.append(value) }
             if case .response(number, let status, _) = message {
-                #expect(status == "ok")
+                #expect(status == .ok)
                 return
             }
         }

@@ -42,7 +42,7 @@ struct OwnerCredentialTests {
 
             let client = try await RealtimeTestClient.connect(to: server, namespace: nil)
             let answer = try await client.request(.auth(credential: "owner"))
-            #expect(answer.status == "ok", "\(answer.data)")
+            #expect(answer.status == .ok, "\(answer.data)")
             try await client.put("b", 2)
             #expect(try await client.get("b") == 2)
             await client.close()
@@ -67,7 +67,7 @@ struct OwnerCredentialTests {
             }
             let client = try await RealtimeTestClient.connect(to: server, namespace: nil)
             let answer = try await client.request(.auth(credential: "owner"))
-            #expect(answer.status == "invalid_token")
+            #expect(answer.status == .invalidToken)
             #expect(answer.data.stringValue?.contains("--emulator") == true, "\(answer.data)")
             await client.close()
             #expect(try await server.http(.GET, "/a.json?auth=\(SignedTokens.adminSecret)").status == 200)

@@ -106,8 +106,8 @@ struct PresenceTests {
         try await withClients(1) { server, clients in
             let observer = clients[0]
             let old = try await RawWebSocket.connect(to: server)
-            #expect(try await old.requestStatus(.put(path: "x", data: "before", hash: nil)) == "ok")
-            #expect(try await old.requestStatus(.onDisconnectPut(path: "x", data: "old")) == "ok")
+            #expect(try await old.requestStatus(.put(path: "x", data: "before", hash: nil)) == .ok)
+            #expect(try await old.requestStatus(.onDisconnectPut(path: "x", data: "old")) == .ok)
 
             let new = try await RealtimeTestClient.connect(to: server, lastSession: old.sessionID)
             // The old session's operations ran before the new one's first request was handled.
@@ -145,8 +145,8 @@ struct PresenceTests {
         try await withClients(1, configure: { $0.heartbeatInterval = .seconds(60) }) { server, clients in
             let observer = clients[0]
             let peer = try await RawWebSocket.connect(to: server)
-            #expect(try await peer.requestStatus(.put(path: "presence/dee", data: "online", hash: nil)) == "ok")
-            #expect(try await peer.requestStatus(.onDisconnectPut(path: "presence/dee", data: "offline")) == "ok")
+            #expect(try await peer.requestStatus(.put(path: "presence/dee", data: "online", hash: nil)) == .ok)
+            #expect(try await peer.requestStatus(.onDisconnectPut(path: "presence/dee", data: "offline")) == .ok)
             try await observer.listen("presence/dee")
 
             switch end {
@@ -177,9 +177,9 @@ struct PresenceTests {
         try await withClients(1) { _, clients in
             let client = clients[0]
             let put = try await client.request(.onDisconnectPut(path: ".info/connected", data: false))
-            #expect(put.status == "invalid_path")
+            #expect(put.status == .invalidPath)
             let merge = try await client.request(.onDisconnectMerge(path: "", data: [".info/x": 1, "ok": 1]))
-            #expect(merge.status == "invalid_path")
+            #expect(merge.status == .invalidPath)
             try await client.requestOK(.onDisconnectPut(path: "status", data: "offline"))
         }
     }

@@ -160,14 +160,14 @@ final class RawWebSocket {
     }
 
     /// Sends a request and waits for its answer's status.
-    func requestStatus(_ action: ClientAction) async throws -> String? {
+    func requestStatus(_ action: ClientAction) async throws -> ResponseStatus? {
         let (bytes, number) = request(action)
         try sendFrame(opcode: 0x1, payload: bytes)
         return try await status(of: number)
     }
 
     /// Waits for the answer to request `number`; returns its status, or `nil` if the socket ended.
-    func status(of number: Int) async throws -> String? {
+    func status(of number: Int) async throws -> ResponseStatus? {
         while let frame = try await nextFrame() {
             guard frame.opcode == 0x1,
                 case .response(number, let status, _)? = try? ServerMessage(json: try JSONValue(parsing: frame.text))

@@ -20,7 +20,7 @@ struct RealtimeQueryTests {
                     == .overwrite(path: "scores", data: ["c": ["s": 3], "d": ["s": 4]], tag: 7))
             let answer = try await client.nextMessage()
             #expect(answer.responseNumber == number)
-            if case .response(_, let status, _) = answer { #expect(status == "ok") }
+            if case .response(_, let status, _) = answer { #expect(status == .ok) }
         }
     }
 
@@ -125,9 +125,9 @@ struct RealtimeQueryTests {
         try await withClients(1) { _, clients in
             let answer = try await clients[0].request(
                 .listen(path: "scores", query: ["l": "many", "vf": "l"], tag: 3, hash: ""))
-            #expect(answer.status != "ok")
+            #expect(answer.status != .ok)
             let get = try await clients[0].request(.get(path: "scores", query: ["vf": "x", "l": 1]))
-            #expect(get.status != "ok")
+            #expect(get.status != .ok)
         }
     }
 }

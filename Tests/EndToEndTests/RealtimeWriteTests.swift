@@ -45,16 +45,16 @@ struct RealtimeWriteTests {
             let current = try Node(json: ["n": 1, ".priority": 3])
 
             let matched = try await client.request(.put(path: "counter", data: ["n": 2], hash: current.hash))
-            #expect(matched.status == "ok")
+            #expect(matched.status == .ok)
             #expect(try await client.get("counter") == ["n": 2])
 
             let stale = try await client.request(.put(path: "counter", data: ["n": 99], hash: current.hash))
-            #expect(stale.status == "datastale")
+            #expect(stale.status == .dataStale)
             #expect(try await client.get("counter") == ["n": 2])
 
             // Absent data hashes to "".
-            #expect(try await client.request(.put(path: "fresh", data: 1, hash: "")).status == "ok")
-            #expect(try await client.request(.put(path: "fresh", data: 2, hash: "")).status == "datastale")
+            #expect(try await client.request(.put(path: "fresh", data: 1, hash: "")).status == .ok)
+            #expect(try await client.request(.put(path: "fresh", data: 2, hash: "")).status == .dataStale)
             #expect(try await other.get("fresh") == 1)
         }
     }
@@ -76,7 +76,7 @@ struct RealtimeWriteTests {
                 let path = "cas/\(offset)"
                 try await client.put(path, vector.value)
                 let answer = try await client.request(.put(path: path, data: "replaced", hash: vector.hash))
-                #expect(answer.status == "ok", "hash of \(vector.value.serialized())")
+                #expect(answer.status == .ok, "hash of \(vector.value.serialized())")
                 #expect(try await client.get(path) == "replaced")
             }
         }
@@ -92,7 +92,7 @@ struct RealtimeWriteTests {
             let first = try await client.nextMessage()
             #expect(first.overwrite?.path == "x" && first.overwrite?.data == "new", "got \(first)")
             let answer = try await client.response(to: number)
-            #expect(answer.status == "datastale")
+            #expect(answer.status == .dataStale)
         }
     }
 
@@ -129,9 +129,9 @@ struct RealtimeWriteTests {
     @Test func infoIsNotWritable() async throws {
         try await withClients(1) { server, clients in
             let answer = try await clients[0].request(.put(path: ".info/connected", data: false, hash: nil))
-            #expect(answer.status != "ok")
+            #expect(answer.status != .ok)
             let merge = try await clients[0].request(.merge(path: "/", data: [".info/x": 1, "y": 2]))
-            #expect(merge.status != "ok")
+            #expect(merge.status != .ok)
             let rest = try await server.http(.PUT, "/.info/x.json", body: "1")
             #expect(rest.status == 400)
             #expect(try await server.http(.GET, "/.json?ns=test").body == "null")
@@ -153,7 +153,7 @@ struct RealtimeWriteTests {
                         }
                         for number in numbers {
                             let answer = try await client.response(to: number, timeout: .seconds(60))
-                            #expect(answer.status == "ok")
+                            #expect(answer.status == .ok)
                         }
                     }
                 }

@@ -71,7 +71,7 @@ struct RequestFuzzTests {
                         operations.append(operation)
                         tally.record(input.verdict, input.family, "ok", text: input.text)
                     case .failure(let error):
-                        tally.record(input.verdict, input.family, error.status, text: input.text)
+                        tally.record(input.verdict, input.family, error.status.text, text: input.text)
                     }
                 } else {
                     tally.record(input.verdict, input.family, "other action \(request.action.name)", text: input.text)
@@ -239,7 +239,7 @@ extension WriteOutcome {
         switch self {
         case .ok: "ok"
         case .datastale: "datastale"
-        case .rejected(let error): error.status
+        case .rejected(let error): error.status.text
         }
     }
 }

@@ -221,7 +221,7 @@ struct SecurityRulesTests {
         try await Self.withSecuredServer { server in
             let client = try await RealtimeTestClient.connect(to: server, namespace: nil)
             let denied = try await client.request(.listen(path: "/users/ada", query: nil, tag: nil, hash: nil))
-            #expect(denied.status == "permission_denied")
+            #expect(denied.status == .permissionDenied)
             let ada = try await SignedTokens.token(uid: "ada")
             let answer = try await client.requestOK(.auth(credential: ada))
             #expect(answer["auth"]?["uid"] == "ada" && answer["auth"]?["provider"] == "password")
@@ -229,9 +229,9 @@ struct SecurityRulesTests {
             try await client.requestOK(.listen(path: "/users/ada", query: nil, tag: nil, hash: nil))
             try await client.put("/users/ada/name", "Ada")
             let refusedWrite = try await client.request(.put(path: "/users/bob/name", data: "x", hash: nil))
-            #expect(refusedWrite.status == "permission_denied")
+            #expect(refusedWrite.status == .permissionDenied)
             let refusedGet = try await client.request(.get(path: "/users", query: nil))
-            #expect(refusedGet.status == "permission_denied")
+            #expect(refusedGet.status == .permissionDenied)
 
             // Signing out loses the listen: the server revokes it.
             try await client.requestOK(.unauth)
@@ -239,10 +239,10 @@ struct SecurityRulesTests {
             #expect(revoked == .listenRevoked(path: "users/ada", query: nil))
 
             let bad = try await client.request(.auth(credential: "garbage"))
-            #expect(bad.status == "invalid_token")
+            #expect(bad.status == .invalidToken)
             let expired = try await client.request(
                 .auth(credential: try await SignedTokens.token(uid: "ada", lifetime: -600)))
-            #expect(expired.status == "expired_token")
+            #expect(expired.status == .expiredToken)
             await client.close()
         }
     }
@@ -258,12 +258,12 @@ struct SecurityRulesTests {
             let revokedAuth = try await client.next(timeout: .seconds(30)) {
                 if case .authRevoked = $0 { true } else { false }
             }
-            #expect(revokedAuth == .authRevoked(status: "expired_token", reason: "Auth token is expired."))
+            #expect(revokedAuth == .authRevoked(status: .expiredToken, reason: "Auth token is expired."))
             let revokedListen = try await client.next { if case .listenRevoked = $0 { true } else { false } }
             #expect(revokedListen == .listenRevoked(path: "users/ada", query: nil))
             // The connection is unauthenticated now.
             #expect(
-                try await client.request(.put(path: "/users/ada/x", data: 1, hash: nil)).status == "permission_denied")
+                try await client.request(.put(path: "/users/ada/x", data: 1, hash: nil)).status == .permissionDenied)
             await client.close()
         }
     }
@@ -273,16 +273,16 @@ struct SecurityRulesTests {
             let client = try await RealtimeTestClient.connect(to: server, namespace: nil)
             let user = try await SignedTokens.token(uid: "ada")
             let notAdmin = try await client.request(.adminAuth(credential: user, authVariable: nil))
-            #expect(notAdmin.status == "invalid_token")
+            #expect(notAdmin.status == .invalidToken)
             try await client.requestOK(.adminAuth(credential: SignedTokens.adminSecret, authVariable: ["uid": "ada"]))
             try await client.put("/users/ada/name", "Ada")
             #expect(
                 try await client.request(.put(path: "/users/bob/name", data: "x", hash: nil)).status
-                    == "permission_denied")
+                    == .permissionDenied)
             try await client.requestOK(.adminAuth(credential: SignedTokens.adminSecret, authVariable: nil))
             try await client.put("/users/bob/name", "Bob")
             try await client.requestOK(.adminAuth(credential: SignedTokens.adminSecret, authVariable: .null))
-            #expect(try await client.request(.get(path: "/public", query: nil)).status == "permission_denied")
+            #expect(try await client.request(.get(path: "/public", query: nil)).status == .permissionDenied)
             await client.close()
         }
     }
@@ -343,7 +343,7 @@ struct SecurityRulesTests {
             #expect(update == .overwrite(path: "users/bob/age", data: 40, tag: nil))
             // Being made an admin again does not bring a revoked listen back.
             try await Self.admin(server, .PUT, "/admins/bob.json", "true")
-            #expect(try await client.request(.get(path: "/users", query: nil)).status == "ok")
+            #expect(try await client.request(.get(path: "/users", query: nil)).status == .ok)
             await stream.close()
             await client.close()
         }
@@ -378,7 +378,7 @@ struct SecurityRulesTests {
             let client = try await RealtimeTestClient.connect(to: server, namespace: nil)
             try await client.requestOK(.auth(credential: ada))
             let refused = try await client.request(.onDisconnectPut(path: "/users/bob/status", data: "offline"))
-            #expect(refused.status == "permission_denied")
+            #expect(refused.status == .permissionDenied)
             try await client.requestOK(.onDisconnectPut(path: "/users/ada/status", data: "offline"))
             try await client.requestOK(.onDisconnectPut(path: "/public/ada", data: "gone"))
 

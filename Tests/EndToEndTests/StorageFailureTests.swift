@@ -7,6 +7,7 @@ import Rules
 import ServerStorage
 import Synchronization
 import Testing
+import Transport
 import Tree
 
 @testable import CanopyServer
@@ -70,7 +71,7 @@ struct StorageFailureTests {
                 Issue.record("the store's failure was not reported")
                 return
             }
-            #expect(error.status == "storage_error")
+            #expect(error.status == .storageError)
 
             // Memory goes back to what is durable; the good write stays.
             var reverted = false
@@ -134,7 +135,7 @@ struct StorageFailureTests {
                     Issue.record("\(name): \(String(describing: results[name]))")
                     continue
                 }
-                #expect(error.status == "storage_error")
+                #expect(error.status == .storageError)
                 #expect(!error.message.contains("DiskFull"), "the client is told the store's internals: \(error)")
             }
             var recovered = false
@@ -221,7 +222,7 @@ struct StalledStoreTests {
                 Issue.record("a write was taken while the store was five writes behind")
                 return
             }
-            #expect(error.status == "unavailable")
+            #expect(error.status == .unavailable)
             #expect(error.message == "the database is 5 writes behind its storage; retry shortly")
             #expect(metrics.exposition().contains(#"canopy_limit_trips_total{limit="uncommitted_writes"} 1"#))
 

@@ -69,7 +69,7 @@ extension RealtimeTestClient {
         let data = try await next { $0.isDataPush || $0.responseNumber == number }
         #expect(data.isDataPush, "listen at \(path) answered before sending its data: \(data)")
         let answer = try await response(to: number)
-        #expect(answer.status == "ok", "listen at \(path): \(answer)")
+        #expect(answer.status == .ok, "listen at \(path): \(answer)")
         return data
     }
 }

@@ -136,7 +136,7 @@ struct TLSCommandTests {
                 })
             #expect(server.log.contains("serving a renewed TLS certificate"), "\(server.log)")
             _ = old.send(.request(ClientRequest(number: 1, action: .put(path: "/still", data: .bool(true), hash: nil))))
-            #expect(await messages.messages(throughAnswerTo: 1).status(of: 1) == "ok")
+            #expect(await messages.messages(throughAnswerTo: 1).status(of: 1) == .ok)
 
             try authority.issue().withKey(of: try authority.issue()).write(to: folder)
             kill(server.pid, SIGHUP)

@@ -67,14 +67,14 @@ struct TLSServingTests {
             _ = reader.send(
                 .request(ClientRequest(number: 1, action: .listen(path: "/scores", query: nil, tag: nil, hash: nil))))
             let listened = await reads.messages(throughAnswerTo: 1)
-            #expect(listened.status(of: 1) == "ok")
+            #expect(listened.status(of: 1) == .ok)
 
             _ = writer.send(
                 .request(ClientRequest(number: 1, action: .put(path: "/scores/ann", data: .number(3), hash: nil))))
-            #expect(await writes.messages(throughAnswerTo: 1).status(of: 1) == "ok")
+            #expect(await writes.messages(throughAnswerTo: 1).status(of: 1) == .ok)
             _ = writer.send(
                 .request(ClientRequest(number: 2, action: .put(path: "/scores/bob", data: .number(7), hash: nil))))
-            #expect(await writes.messages(throughAnswerTo: 2).status(of: 2) == "ok")
+            #expect(await writes.messages(throughAnswerTo: 2).status(of: 2) == .ok)
             var pushed: [JSONValue] = []
             while pushed.count < 2, let message = await reads.next() {
                 if case .overwrite(_, let data, _) = message { pushed.append(data) }
@@ -89,7 +89,7 @@ struct TLSServingTests {
                 .request(
                     ClientRequest(number: 3, action: .onDisconnectPut(path: "/presence/writer", data: .string("gone"))))
             )
-            #expect(await writes.messages(throughAnswerTo: 3).status(of: 3) == "ok")
+            #expect(await writes.messages(throughAnswerTo: 3).status(of: 3) == .ok)
             _ = reader.send(
                 .request(
                     ClientRequest(number: 3, action: .listen(path: "/presence/writer", query: nil, tag: nil, hash: nil))
@@ -157,7 +157,7 @@ struct TLSServingTests {
                 })
             #expect(renewed.fingerprint != first.fingerprint)
             _ = old.send(.request(ClientRequest(number: 1, action: .put(path: "/after", data: .bool(true), hash: nil))))
-            #expect(await messages.messages(throughAnswerTo: 1).status(of: 1) == "ok")
+            #expect(await messages.messages(throughAnswerTo: 1).status(of: 1) == .ok)
             old.close()
         }
     }
@@ -225,7 +225,7 @@ extension AsyncStream<ServerMessage>.Iterator {
 }
 
 extension [ServerMessage] {
-    func status(of number: Int) -> String? {
+    func status(of number: Int) -> ResponseStatus? {
         for case .response(number, let status, _) in self { return status }
         return nil
     }

@@ -45,17 +45,17 @@ struct WriteIDTests {
             let client = clients[0]
             let refused = ClientAction.put(path: "a", data: [".sv": "no such value"], hash: nil)
             let first = try await client.request(refused, writeID: WriteID(client: "c", sequence: 1))
-            #expect(first.status == "invalid_data")
+            #expect(first.status == .invalidData)
             let stale = ClientAction.put(path: "a", data: 5, hash: "not the hash")
-            #expect(try await client.request(stale, writeID: WriteID(client: "c", sequence: 2)).status == "datastale")
+            #expect(try await client.request(stale, writeID: WriteID(client: "c", sequence: 2)).status == .dataStale)
             #expect(
                 try await client.request(
                     .put(path: "b", data: 1, hash: nil), writeID: WriteID(client: "c", sequence: 3)
                 ).isOK)
             // Resent after a later write was applied: still the first answers, and nothing applied.
             let again = try await client.request(refused, writeID: WriteID(client: "c", sequence: 1))
-            #expect(again.status == "invalid_data" && again.data == first.data)
-            #expect(try await client.request(stale, writeID: WriteID(client: "c", sequence: 2)).status == "datastale")
+            #expect(again.status == .invalidData && again.data == first.data)
+            #expect(try await client.request(stale, writeID: WriteID(client: "c", sequence: 2)).status == .dataStale)
             #expect(try await client.get("a") == .null)
         }
     }
@@ -102,21 +102,21 @@ struct WriteIDTests {
             #expect(try await client.request(increment, writeID: WriteID(client: "device", sequence: 1)).isOK)
             let refusal = try await client.request(refused, writeID: WriteID(client: "device", sequence: 2))
             #expect(
-                try await client.request(stale, writeID: WriteID(client: "device", sequence: 3)).status == "datastale")
+                try await client.request(stale, writeID: WriteID(client: "device", sequence: 3)).status == .dataStale)
             #expect(try await client.request(merge, writeID: WriteID(client: "device", sequence: 4)).isOK)
             #expect(try await client.request(increment, writeID: WriteID(client: "other", sequence: 1)).isOK)
             #expect(try await client.get("counter") == 3)
             await client.close()
             return refusal
         }
-        #expect(refusal.status == "invalid_data")
+        #expect(refusal.status == .invalidData)
         try await withTestServer(dataDirectory: folder) { server in
             let client = try await RealtimeTestClient.connect(to: server)
             #expect(try await client.request(increment, writeID: WriteID(client: "device", sequence: 1)).isOK)
             let again = try await client.request(refused, writeID: WriteID(client: "device", sequence: 2))
             #expect(again.status == refusal.status && again.data == refusal.data, "\(again)")
             #expect(
-                try await client.request(stale, writeID: WriteID(client: "device", sequence: 3)).status == "datastale")
+                try await client.request(stale, writeID: WriteID(client: "device", sequence: 3)).status == .dataStale)
             #expect(try await client.request(merge, writeID: WriteID(client: "device", sequence: 4)).isOK)
             #expect(try await client.request(increment, writeID: WriteID(client: "other", sequence: 1)).isOK)
             #expect(try await client.get("counter") == 3, "nothing applied again")

@@ -47,7 +47,7 @@ extension AsyncStream<ServerMessage>.Iterator {
 
 extension [ServerMessage] {
     /// The status of the answer to request `number`, if it is among these messages.
-    func status(of number: Int) -> String? {
+    func status(of number: Int) -> ResponseStatus? {
         for case .response(number, let status, _) in self { return status }
         return nil
     }

@@ -26,7 +26,7 @@ struct RealtimeClientTLSTests {
             var messages = client.messages.makeAsyncIterator()
             let long = JSONValue.string(String(repeating: "s", count: 40_000))
             client.request(1, .put(path: "/secure", data: long, hash: nil))
-            #expect(await messages.messages(throughAnswerTo: 1).status(of: 1) == "ok")
+            #expect(await messages.messages(throughAnswerTo: 1).status(of: 1) == .ok)
             client.request(2, .get(path: "/secure", query: nil))
             #expect(await messages.messages(throughAnswerTo: 2).data(of: 2) == long)
             client.close()

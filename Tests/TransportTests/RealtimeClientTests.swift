@@ -15,16 +15,16 @@ struct RealtimeClientTests {
             var messages = client.messages.makeAsyncIterator()
 
             client.request(1, .put(path: "/a", data: ["b": 1], hash: nil))
-            #expect(await messages.messages(throughAnswerTo: 1).status(of: 1) == "ok")
+            #expect(await messages.messages(throughAnswerTo: 1).status(of: 1) == .ok)
 
             client.request(2, .listen(path: "/a", query: nil, tag: nil, hash: nil))
             let listened = await messages.messages(throughAnswerTo: 2)
-            #expect(listened.status(of: 2) == "ok")
+            #expect(listened.status(of: 2) == .ok)
             #expect(listened.overwrites == [["b": 1]], "the listen's initial data comes before its ok")
 
             client.request(3, .put(path: "/a/c", data: "x", hash: nil))
             let written = await messages.messages(throughAnswerTo: 3)
-            #expect(written.status(of: 3) == "ok")
+            #expect(written.status(of: 3) == .ok)
             #expect(written.overwrites == ["x"], "the write's push to the listen comes before its ok")
 
             client.request(4, .get(path: "/a", query: nil))
@@ -44,7 +44,7 @@ struct RealtimeClientTests {
             let long = JSONValue.string(String(repeating: "ab€", count: 15_000))  // 45,000 characters
 
             client.request(1, .put(path: "/long", data: long, hash: nil))
-            #expect(await messages.messages(throughAnswerTo: 1).status(of: 1) == "ok")
+            #expect(await messages.messages(throughAnswerTo: 1).status(of: 1) == .ok)
 
             client.request(2, .get(path: "/long", query: nil))
             #expect(await messages.messages(throughAnswerTo: 2).data(of: 2) == long)
@@ -58,7 +58,7 @@ struct RealtimeClientTests {
             let client = try await RealtimeClient.connect(to: .of(server), logger: clientLogger)
             var messages = client.messages.makeAsyncIterator()
             client.request(1, .listen(path: "/x", query: nil, tag: nil, hash: nil))
-            #expect(await messages.messages(throughAnswerTo: 1).status(of: 1) == "ok")
+            #expect(await messages.messages(throughAnswerTo: 1).status(of: 1) == .ok)
 
             await server.stop()
             _ = await messages.remaining()

@@ -21,14 +21,31 @@ struct ServerMessageTests {
         #expect(ServerMessage.pong.text == #"{"d":{"d":{},"t":"o"},"t":"c"}"#)
     }
 
+    @Test func statusesKeepTheirWireSpelling() throws {
+        let spelled = [
+            "ok", "permission_denied", "invalid_path", "invalid_data", "invalid_query", "invalid_request",
+            "invalid_token", "expired_token", "datastale", "storage_error", "unavailable", "too_big",
+            "too_many_listens", "unknown_action",
+        ]
+        for text in spelled {
+            #expect(ResponseStatus(text).text == text)
+            if case .other = ResponseStatus(text) { Issue.record("\(text) is a known status") }
+        }
+        #expect(ResponseStatus("overloaded") == .other("overloaded"))
+        #expect(ResponseStatus("overloaded").text == "overloaded")
+        let answer = try ServerMessage(
+            json: JSONValue(parsing: #"{"t":"d","d":{"r":3,"b":{"s":"datastale","d":"x"}}}"#))
+        #expect(answer == .response(number: 3, status: .dataStale, data: "x"))
+    }
+
     @Test func decodesWhatItEncodes() throws {
         let messages: [ServerMessage] = [
-            .response(number: 1, status: "datastale", data: "Transaction hash does not match"),
+            .response(number: 1, status: .dataStale, data: "Transaction hash does not match"),
             .ok(2, data: ["w": ["no_index"]]),
             .overwrite(path: "a", data: ["b": 1], tag: 4),
             .merge(path: "", data: ["a/b": 2], tag: nil),
             .listenRevoked(path: "secret", query: nil),
-            .authRevoked(status: "expired_token", reason: "credential is no longer valid"),
+            .authRevoked(status: .expiredToken, reason: "credential is no longer valid"),
             .hello(timestamp: 42, version: "5", host: "h:1", sessionID: "abc"),
             .hello(timestamp: 42, version: "5", host: "h:1", sessionID: "abc", extensions: ["write-ids"]),
             .reset(host: "other:9000"),
