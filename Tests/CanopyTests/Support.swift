@@ -23,7 +23,7 @@ final class Recorder<Value: Sendable>: Sendable {
 
     /// Waits until `condition` holds for what was recorded; returns whether it did within `timeout`.
     @discardableResult
-    func wait(timeout: Duration = .seconds(15), until condition: ([Value]) -> Bool) async -> Bool {
+    func wait(timeout: Duration = .seconds(30), until condition: ([Value]) -> Bool) async -> Bool {
         await eventually(timeout: timeout, interval: .milliseconds(10)) { condition(self.all) }
     }
 }
