@@ -113,7 +113,7 @@ let package = Package(
         .target(
             name: "Transport",
             dependencies: [
-                "Tree", "Query",
+                "Tree",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -128,7 +128,7 @@ let package = Package(
         ),
         .target(
             name: "Presence",
-            dependencies: ["Tree", "Transport"],
+            dependencies: ["Tree"],
             path: "Modules/Presence",
             swiftSettings: swiftSettings
         ),
