@@ -1,4 +1,5 @@
 import Logging
+import Persistence
 import Presence
 import Rules
 import ServerStorage
@@ -19,13 +20,13 @@ extension Database {
     /// one arriving after the connection ran its operations cannot store them again.
     func storeDisconnectOperations(
         session: String, current: @Sendable () -> (operations: [DisconnectOperation], caller: Caller)?
-    ) async -> (any Error)? {
+    ) async -> StoreError? {
         guard let (operations, caller) = current() else { return nil }
         let change: DisconnectChange =
             operations.isEmpty
             ? .remove(session: session)
             : .store(StoredDisconnect(session: session, operations: Self.record(operations, caller: caller)))
-        return await withCheckedContinuation { (stored: CheckedContinuation<(any Error)?, Never>) in
+        return await withCheckedContinuation { (stored: CheckedContinuation<StoreError?, Never>) in
             submitDisconnectChanges([change]) { result in
                 switch result {
                 case .success: stored.resume(returning: nil)

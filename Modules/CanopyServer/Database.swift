@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import NIOPosix
 import Persistence
-import PostgresStore
 import Presence
 import Prometheus
 import Query
@@ -88,7 +87,7 @@ actor Database {
         name: String, store: any ServerStore, commits: CommitQueue, metrics: ServerMetrics, logger: Logger,
         rules override: StartupRules? = nil, maxUncommittedWrites: Int = .max, stepDown: StepDownSignal? = nil,
         indexRetention: IndexRetention = IndexRetention()
-    ) throws {
+    ) throws(StoreError) {
         self.indexRetention = indexRetention
         self.name = name
         self.lost = stepDown
@@ -186,7 +185,7 @@ actor Database {
     /// may start recovery.
     private func completion(
         of acknowledgements: [Acknowledgement], stores: Bool
-    ) -> @Sendable (Result<Void, any Error>) -> Void {
+    ) -> @Sendable (Result<Void, StoreError>) -> Void {
         let started = ContinuousClock.now
         let (metrics, logger) = (metrics, logger)
         return { result in
@@ -218,7 +217,7 @@ actor Database {
     private struct Acknowledgement {
         /// Pushes to deliver once durable.
         var deliveries: [(any Subscriber, Push)]
-        var done: @Sendable (Result<Void, any Error>) -> Void
+        var done: @Sendable (Result<Void, StoreError>) -> Void
     }
 
     /// Delivers `push` to `subscriber` in commit order, then runs `done`: after the updates of every
@@ -264,7 +263,7 @@ actor Database {
     /// own outside a turn. `done` runs once they are durable (after `deliveries` went out) or failed.
     private func submit(
         _ writes: [StoredWrite], deliveries: [(any Subscriber, Push)] = [],
-        done: @escaping @Sendable (Result<Void, any Error>) -> Void
+        done: @escaping @Sendable (Result<Void, StoreError>) -> Void
     ) {
         if turn != nil {
             turn?.writes.append(contentsOf: writes)
@@ -411,11 +410,12 @@ actor Database {
     /// stored because the namespace is now another process's is ``WriteError/moved(_:)``, which a
     /// REST request takes to the new owner: fenced by a higher epoch, or held back after an earlier
     /// commit failed and the store gave the namespace up (`lost`).
-    nonisolated static func commitFailure(_ error: any Error, namespace: String, lost: Bool) -> WriteError {
-        if case .fenced? = error as? PostgresStoreError { return .moved(namespace) }
-        if lost, case .haltedAfterFailure? = error as? StoreError { return .moved(namespace) }
-        let reason = (error as? StoreError)?.clientMessage ?? "see the server's log"
-        return WriteError(status: .storageError, message: "the write could not be stored: \(reason)")
+    nonisolated static func commitFailure(_ error: StoreError, namespace: String, lost: Bool) -> WriteError {
+        switch error {
+        case .fenced: .moved(namespace)
+        case .haltedAfterFailure where lost: .moved(namespace)
+        default: WriteError(status: .storageError, message: "the write could not be stored: \(error.clientMessage)")
+        }
     }
 
     /// Why a write cannot be taken now: the database recovers from a storage failure, or its store
@@ -441,9 +441,9 @@ actor Database {
     /// failed (``StoreError/haltedAfterFailure(reason:)``) belongs to the recovery that one started,
     /// and one refused because the namespace is closing (``StoreError/queueFinished``) has nothing
     /// to recover (its store is being closed).
-    private nonisolated static func startsRecovery(_ error: any Error) -> Bool {
-        switch error as? StoreError {
-        case .haltedAfterFailure?, .queueFinished?: false
+    private nonisolated static func startsRecovery(_ error: StoreError) -> Bool {
+        switch error {
+        case .haltedAfterFailure, .queueFinished: false
         default: true
         }
     }
@@ -494,7 +494,7 @@ actor Database {
     /// Commits `changes` to the stored onDisconnect operations after every write applied before;
     /// `done` runs once they are durable or failed.
     func submitDisconnectChanges(
-        _ changes: [DisconnectChange], done: @escaping @Sendable (Result<Void, any Error>) -> Void
+        _ changes: [DisconnectChange], done: @escaping @Sendable (Result<Void, StoreError>) -> Void
     ) {
         commits.submit([], disconnects: changes, onDurable: done)
     }
@@ -543,8 +543,8 @@ actor Database {
     ///
     /// The rules are stored through the commit queue, on its thread and in order with the writes, not
     /// on this actor; they take effect once stored.
-    func setRules(_ document: RulesDocument, text: String) async throws {
-        let stored: Result<Void, any Error> = await withCheckedContinuation { continuation in
+    func setRules(_ document: RulesDocument, text: String) async throws(StoreError) {
+        let stored: Result<Void, StoreError> = await withCheckedContinuation { continuation in
             commits.submitSetting("rules", .string(text)) { continuation.resume(returning: $0) }
         }
         try stored.get()

@@ -166,7 +166,7 @@ actor DatabaseRegistry {
                     /// A store created on the first write (``DeferredServerStore``), or `.unknown`
                     /// when writes do not create namespaces.
                     func deferred(
-                        _ create: @escaping @Sendable () throws -> any ServerStore
+                        _ create: @escaping @Sendable () throws(StoreError) -> any ServerStore
                     ) throws(LookupError)
                         -> DeferredServerStore
                     {
@@ -186,7 +186,7 @@ actor DatabaseRegistry {
                             do {
                                 exists = try postgres.namespaceExists(name)
                             } catch {
-                                throw storageFailure(name, error, logger: logger)
+                                throw openFailure(name, error, logger: logger)
                             }
                             guard exists else {
                                 metrics.tripped(.namespaceCreation)
@@ -201,18 +201,18 @@ actor DatabaseRegistry {
                             if case .ownedElsewhere(_, let node, let host) = error {
                                 throw .servedElsewhere(name, node: node, host: host)
                             }
-                            throw storageFailure(name, error, logger: logger)
+                            throw openFailure(name, error, logger: logger)
                         }
                     } else if let folder = configuration.dataDirectory {
                         let file = URL(fileURLWithPath: folder).appendingPathComponent("\(name).sqlite").path
                         if FileManager.default.fileExists(atPath: file) {
-                            do {
+                            do throws(StoreError) {
                                 store = try SQLiteServerStore(path: file, durability: durability, logger: logger)
                             } catch {
                                 throw storageFailure(name, error, logger: logger)
                             }
                         } else {
-                            let made = try deferred {
+                            let made = try deferred { () throws(StoreError) in
                                 try SQLiteServerStore(path: file, durability: durability, logger: logger)
                             }
                             (store, created) = (made, made)
@@ -225,7 +225,7 @@ actor DatabaseRegistry {
                         metrics.commitBatchWrites.record(Double(writes))
                     }
                     let database: Database
-                    do {
+                    do throws(StoreError) {
                         database = try Database(
                             name: name, store: store, commits: queue, metrics: metrics, logger: logger, rules: rules,
                             maxUncommittedWrites: configuration.maxUncommittedWrites, stepDown: signal,
@@ -243,15 +243,23 @@ actor DatabaseRegistry {
         } catch let error as LookupError {
             return .failure(error)
         } catch {
-            return .failure(storageFailure(name, error, logger: logger))
+            return .failure(openFailure(name, error, logger: logger))
         }
     }
 
-    /// Logs why namespace `name` could not be opened and returns what its clients are told (no
-    /// file names).
-    private static func storageFailure(_ name: String, _ error: any Error, logger: Logger) -> LookupError {
+    /// Logs why namespace `name`'s store could not be opened and returns what its clients are told
+    /// (no file names).
+    private static func storageFailure(_ name: String, _ error: StoreError, logger: Logger) -> LookupError {
+        openFailure(name, error, told: error.clientMessage, logger: logger)
+    }
+
+    /// Logs why namespace `name` could not be opened and returns what its clients are told: for a
+    /// failure outside its store (taking it in the cluster, the thread pool), only that.
+    private static func openFailure(
+        _ name: String, _ error: any Error, told message: String = "the database could not be opened", logger: Logger
+    ) -> LookupError {
         logger.error("could not open database", metadata: ["namespace": "\(name)", "error": "\(error)"])
-        return .storage((error as? StoreError)?.clientMessage ?? "the database could not be opened")
+        return .storage(message)
     }
 
     /// Starts closing the closable namespace unused for the longest; `nil` when every one is in use.

@@ -1,4 +1,5 @@
 import Logging
+public import Persistence
 import PostgresNIO
 public import ServerStorage
 import Synchronization
@@ -7,8 +8,8 @@ public import Tree
 /// One namespace in PostgreSQL, owned by this process under ``epoch`` (see ``PostgresStorage``).
 ///
 /// Every commit is one round trip: `canopy_commit` renews this epoch's lease under the owner
-/// row's lock and applies the batch's ``Persistence/RowOperation``s, or changes nothing and fails
-/// with ``PostgresStoreError/fenced(namespace:epoch:)`` when another process took the namespace. A
+/// row's lock and applies the batch's ``ServerStorage/RowOperation``s, or changes nothing and fails
+/// with ``Persistence/StoreError/fenced(namespace:epoch:)`` when another process took the namespace. A
 /// write acknowledged after its commit can therefore never be lost to a takeover. While open, the
 /// store renews its lease every third of ``PostgresStorage/leaseDuration``.
 ///
@@ -16,10 +17,14 @@ public import Tree
 /// namespace taken over, and also when it could not renew for the lease less a margin (``margin``)
 /// by its own monotonic clock: it stops serving before another process may take over, so a paused
 /// or partitioned process does not serve stale reads for long. After that every commit fails with
-/// ``PostgresStoreError/fenced(namespace:epoch:)`` without reaching PostgreSQL.
+/// ``Persistence/StoreError/fenced(namespace:epoch:)`` without reaching PostgreSQL.
 ///
-/// The ``Persistence/ServerStore`` calls block; they run on the commit queue's thread and NIO's
-/// blocking pool, as SQLite's do.
+/// The ``ServerStorage/ServerStore`` calls block; they run on the commit queue's thread and NIO's
+/// blocking pool, as SQLite's do. They throw ``Persistence/StoreError``s naming the namespace:
+/// ``Persistence/StoreError/postgres(namespace:operation:message:)`` for a statement PostgreSQL
+/// refused or a connection lost, ``Persistence/StoreError/timedOut(namespace:operation:after:)``
+/// when it did not answer, ``Persistence/StoreError/corruptData(file:row:reason:)`` for a row that
+/// does not decode.
 public final class PostgresServerStore: ServerStore {
     public let namespace: String
     public let epoch: Int64
@@ -113,9 +118,9 @@ public final class PostgresServerStore: ServerStore {
         }
     }
 
-    public func loadTree() throws(PostgresStoreError) -> Node {
+    public func loadTree() throws(StoreError) -> Node {
         let (storage, logger, namespace) = (storage, storage.logger, namespace)
-        let operation = "loading namespace \"\(namespace)\""
+        let operation = "loading the tree"
         let rows: [(String, String)]
         do {
             // Rows stream in at about half a million a second: the default 15 s would refuse a
@@ -132,33 +137,37 @@ public final class PostgresServerStore: ServerStore {
                 }
             }
         } catch {
-            throw PostgresStorage.failure(operation, error)
+            throw failure(error, operation)
         }
         var loader = TreeLoader()
         for (path, value) in rows {
             do throws(TreeLoaderError) {
                 try loader.add(path: path, value: value)
             } catch {
-                throw .query(operation: "loading namespace \"\(namespace)\"", message: "unreadable row: \(error)")
+                throw .corruptData(
+                    file: storage.location.description, row: "canopy_nodes/\(namespace)/\(error.row)",
+                    reason: "\(error.reason): \(error.value)")
             }
         }
         return loader.build()
     }
 
-    public func commit(_ writes: [StoredWrite]) throws {
+    public func commit(_ writes: [StoredWrite]) throws(StoreError) {
         try commit(writes, disconnects: [])
     }
 
     public var keepsDisconnectOperations: Bool { true }
 
-    public func commit(_ writes: [StoredWrite], disconnects: [DisconnectChange]) throws {
+    public func commit(_ writes: [StoredWrite], disconnects: [DisconnectChange]) throws(StoreError) {
         try commit(writes, disconnects: disconnects, writeIDs: [])
     }
 
     /// Commits `writes`, `disconnects` and `writeIDs` in one call of `canopy_commit`, fenced by
     /// this store's epoch: the record of the named writes that ran commits with them, or nothing
     /// does.
-    public func commit(_ writes: [StoredWrite], disconnects: [DisconnectChange], writeIDs: [WriteIDChange]) throws {
+    public func commit(
+        _ writes: [StoredWrite], disconnects: [DisconnectChange], writeIDs: [WriteIDChange]
+    ) throws(StoreError) {
         let operations = Self.grouped(try RowPlan.operations(for: writes))
         var kinds: [String] = []
         var first: [String] = []
@@ -218,7 +227,7 @@ public final class PostgresServerStore: ServerStore {
         }
     }
 
-    /// A ``Persistence/StoredWriteIDs`` as `canopy_commit`'s `write_ids_store` reads it.
+    /// A ``ServerStorage/StoredWriteIDs`` as `canopy_commit`'s `write_ids_store` reads it.
     static func json(_ ids: StoredWriteIDs) -> String {
         let notApplied: JSONValue = ids.notAppliedText.map { .string($0) } ?? .null
         return JSONValue.object([
@@ -229,9 +238,9 @@ public final class PostgresServerStore: ServerStore {
     /// The write ids stored for the namespace, least recently seen client first: read by whichever
     /// process opens it, so that a new owner answers the resends of writes its predecessor ran. A
     /// row that does not read back is logged and left out (that client's resends run again).
-    public func storedWriteIDs() throws(PostgresStoreError) -> [StoredWriteIDs] {
+    public func storedWriteIDs() throws(StoreError) -> [StoredWriteIDs] {
         let (storage, logger, namespace) = (storage, storage.logger, namespace)
-        let operation = "reading the write ids of \"\(namespace)\""
+        let operation = "reading the write ids"
         let rows: [(String, Int64, String?, Int64)]
         do {
             rows = try Blocking.run(operation: operation) {
@@ -250,7 +259,7 @@ public final class PostgresServerStore: ServerStore {
                 }
             }
         } catch {
-            throw PostgresStorage.failure(operation, error)
+            throw failure(error, operation)
         }
         return rows.compactMap { client, highest, text, seen in
             do throws(WriteIDsFormatError) {
@@ -266,9 +275,9 @@ public final class PostgresServerStore: ServerStore {
         }
     }
 
-    public func storedDisconnects() throws(PostgresStoreError) -> [StoredDisconnect] {
+    public func storedDisconnects() throws(StoreError) -> [StoredDisconnect] {
         let (storage, logger, namespace) = (storage, storage.logger, namespace)
-        let operation = "reading the onDisconnect operations of \"\(namespace)\""
+        let operation = "reading the onDisconnect operations"
         let rows: [(String, String)]
         do {
             rows = try Blocking.run(operation: operation) {
@@ -287,7 +296,7 @@ public final class PostgresServerStore: ServerStore {
                 }
             }
         } catch {
-            throw PostgresStorage.failure(operation, error)
+            throw failure(error, operation)
         }
         // Text that does not parse is handed over as `null`: the server logs it and removes the row,
         // rather than meeting it again at every open.
@@ -347,7 +356,7 @@ public final class PostgresServerStore: ServerStore {
         return result
     }
 
-    public func setting(_ name: String) throws(PostgresStoreError) -> JSONValue? {
+    public func setting(_ name: String) throws(StoreError) -> JSONValue? {
         let (logger, namespace) = (storage.logger, namespace)
         let text: String? = try run("reading setting \"\(name)\"") { connection in
             for try await value in try await connection.query(
@@ -361,11 +370,13 @@ public final class PostgresServerStore: ServerStore {
         do {
             return try JSONValue(parsing: text)
         } catch {
-            throw .query(operation: "reading setting \"\(name)\"", message: "unreadable value: \(error)")
+            throw .corruptData(
+                file: storage.location.description, row: "canopy_settings/\(namespace)/\(name)",
+                reason: error.description)
         }
     }
 
-    public func setSetting(_ name: String, _ value: JSONValue?) throws(PostgresStoreError) {
+    public func setSetting(_ name: String, _ value: JSONValue?) throws(StoreError) {
         let (logger, namespace, epoch) = (storage.logger, namespace, epoch)
         let lease = storage.leaseDuration.milliseconds
         let text = value?.serialized()
@@ -377,11 +388,11 @@ public final class PostgresServerStore: ServerStore {
     }
 
     /// Stops renewing and lets another process take the namespace at once.
-    public func close() throws(PostgresStoreError) {
+    public func close() throws(StoreError) {
         renewal.withLock { $0 }?.cancel()
         watchdog.withLock { $0 }?.cancel()
         let (logger, namespace, epoch) = (storage.logger, namespace, epoch)
-        try run("releasing namespace \"\(namespace)\"") { connection in
+        try run("releasing the namespace") { connection in
             try await connection.query(
                 "UPDATE canopy_owner SET lease_until = now() WHERE ns = \(namespace) AND epoch = \(epoch)",
                 logger: logger
@@ -400,7 +411,7 @@ public final class PostgresServerStore: ServerStore {
         let lease = storage.leaseDuration.milliseconds
         let sent = ContinuousClock.now
         let (storage, namespace, epoch) = (storage, namespace, epoch)
-        let operation = "renewing the lease of namespace \"\(namespace)\""
+        let operation = "renewing the lease"
         do {
             // A renewal that takes longer than the lease is of no use, and one left unanswered
             // would stop the renewals for good.
@@ -415,14 +426,14 @@ public final class PostgresServerStore: ServerStore {
         } catch {
             // Renewals stop (the store closes or stepped down): nothing went wrong.
             if Task.isCancelled { return }
-            let failure = classify(error, "renewing")
-            if case .fenced = failure {
+            let problem = failure(error, operation)
+            if case .fenced = problem {
                 stepDown(reason: "another server took the namespace over")
                 return
             }
             storage.logger.error(
                 "could not renew the lease of a namespace",
-                metadata: ["namespace": "\(namespace)", "epoch": "\(epoch)", "error": "\(failure)"])
+                metadata: ["namespace": "\(namespace)", "epoch": "\(epoch)", "error": "\(problem)"])
         }
     }
 
@@ -434,7 +445,7 @@ public final class PostgresServerStore: ServerStore {
     /// flight, and then reads what PostgreSQL holds.
     private func runFenced(
         _ operation: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> Void
-    ) throws(PostgresStoreError) {
+    ) throws(StoreError) {
         guard isServing else { throw .fenced(namespace: namespace, epoch: epoch) }
         let sent = ContinuousClock.now
         do {
@@ -451,23 +462,37 @@ public final class PostgresServerStore: ServerStore {
     }
 
     /// Runs `body` on a pooled connection, blocking, with PostgreSQL's errors turned into
-    /// ``PostgresStoreError``s.
+    /// ``Persistence/StoreError``s (see ``failure(_:_:)``).
     @discardableResult
     private func run<Value: Sendable>(
         _ operation: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> Value
-    ) throws(PostgresStoreError) -> Value {
+    ) throws(StoreError) -> Value {
         let storage = storage
         do {
             return try Blocking.run(operation: operation) { try await storage.withConnection(operation, body) }
         } catch {
-            throw classify(error, operation)
+            throw failure(error, operation)
         }
     }
 
-    private func classify(_ error: any Error, _ operation: String) -> PostgresStoreError {
-        if let error = error as? PSQLError, error.serverInfo?[.sqlState] == PostgresSchema.fencedState {
+    /// What `operation` on this namespace failed with, as a ``Persistence/StoreError``:
+    /// ``Persistence/StoreError/fenced(namespace:epoch:)`` when `canopy_commit` or `canopy_fence`
+    /// found the namespace taken over (its SQLSTATE), ``Persistence/StoreError/timedOut(namespace:operation:after:)``
+    /// when PostgreSQL did not answer, and ``Persistence/StoreError/postgres(namespace:operation:message:)``
+    /// for anything else (PostgreSQL's message, or what failed on the way to it).
+    func failure(_ error: any Error, _ operation: String) -> StoreError {
+        if let error = PostgresStorage.cause(of: error) as? PSQLError,
+            error.serverInfo?[.sqlState] == PostgresSchema.fencedState
+        {
             return .fenced(namespace: namespace, epoch: epoch)
         }
-        return PostgresStorage.failure(operation, error)
+        switch PostgresStorage.failure(operation, error) {
+        case .timedOut(let operation, let after):
+            return .timedOut(namespace: namespace, operation: operation, after: after)
+        case .query(let operation, let message):
+            return .postgres(namespace: namespace, operation: operation, message: message)
+        case let other:
+            return .postgres(namespace: namespace, operation: operation, message: other.description)
+        }
     }
 }

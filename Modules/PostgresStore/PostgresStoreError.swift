@@ -1,4 +1,6 @@
-/// What went wrong with the PostgreSQL store, and where.
+/// What went wrong with the PostgreSQL store as a whole, and where: its address, its schema, this
+/// process's membership of the cluster and the namespaces it takes. What fails in an open
+/// namespace is a ``Persistence/StoreError``, as in every ``ServerStorage/ServerStore``.
 ///
 /// ```swift
 /// do {
@@ -21,9 +23,6 @@ public enum PostgresStoreError: Error, Sendable, Equatable, CustomStringConverti
     case nodeInUse(String)
     /// Node `node`, running, already advertises host `host`.
     case hostInUse(String, node: String)
-    /// This process no longer owns `namespace`: another took it over (a higher epoch than
-    /// `epoch`). Nothing was written.
-    case fenced(namespace: String, epoch: Int64)
     /// A statement failed; the transaction holding it changed nothing.
     case query(operation: String, message: String)
     /// PostgreSQL did not answer within `after` (unreachable, or every pooled connection busy). A
@@ -45,8 +44,6 @@ public enum PostgresStoreError: Error, Sendable, Equatable, CustomStringConverti
             "another running canopy-server has node name \"\(node)\" (give each its own --node-name)"
         case .hostInUse(let host, let node):
             "node \"\(node)\", running, already advertises host \"\(host)\" (give each its own --advertise-host)"
-        case .fenced(let namespace, let epoch):
-            "namespace \"\(namespace)\" was taken over by another server (this one held epoch \(epoch))"
         case .query(let operation, let message):
             "PostgreSQL failed \(operation): \(message)"
         case .timedOut(let operation, let after):

@@ -1,6 +1,6 @@
 import Dispatch
 public import Logging
-import Persistence
+public import Persistence
 import Synchronization
 public import Tree
 
@@ -43,11 +43,11 @@ public import Tree
 /// fsync time); about 48,000 writes/s of three-leaf objects.
 public final class CommitQueue: Sendable {
     /// Called once a submission is durable, or with the error that kept it from being stored.
-    public typealias Completion = @Sendable (Result<Void, any Error>) -> Void
+    public typealias Completion = @Sendable (Result<Void, StoreError>) -> Void
 
     private struct Answer: Sendable {
         var completion: Completion
-        var result: Result<Void, any Error>
+        var result: Result<Void, StoreError>
     }
 
     private struct Submission: Sendable {
@@ -121,7 +121,7 @@ public final class CommitQueue: Sendable {
             return (true, state.waiter)
         }
         guard accepted else {
-            onDurable(.failure(StoreError.queueFinished))
+            onDurable(.failure(.queueFinished))
             return
         }
         waiter?.resume()
@@ -138,7 +138,7 @@ public final class CommitQueue: Sendable {
             return (true, state.waiter)
         }
         guard accepted else {
-            onDone(.failure(StoreError.queueFinished))
+            onDone(.failure(.queueFinished))
             return
         }
         waiter?.resume()
@@ -248,7 +248,7 @@ public final class CommitQueue: Sendable {
             return batch.map { Answer(completion: $0.onDurable, result: .failure(halted)) }
         }
         if batch.count == 1, let setting = batch[0].setting {
-            do {
+            do throws(StoreError) {
                 try store.setSetting(setting.name, setting.value)
             } catch {
                 logger.error("Storing a setting failed", metadata: ["setting": "\(setting.name)", "error": "\(error)"])
@@ -273,7 +273,7 @@ public final class CommitQueue: Sendable {
             state.withLock { $0.carriedWriteIDs = writeIDs }
             writeIDs = []
         }
-        do {
+        do throws(StoreError) {
             try commit(writes, disconnects: disconnects, writeIDs: writeIDs)
         } catch {
             logger.error(
@@ -300,7 +300,7 @@ public final class CommitQueue: Sendable {
                 answers.append(Answer(completion: submission.onDurable, result: .failure(halted)))
                 continue
             }
-            do {
+            do throws(StoreError) {
                 try commit(
                     submission.writes, disconnects: submission.disconnects,
                     writeIDs: WriteIDChange.latest(submission.writeIDs))
@@ -324,7 +324,7 @@ public final class CommitQueue: Sendable {
     /// with their batch are dropped, not carried: they hold the batch's writes as applied.
     private func commit(
         _ writes: [StoredWrite], disconnects: [DisconnectChange], writeIDs: [WriteIDChange]
-    ) throws {
+    ) throws(StoreError) {
         if !writeIDs.isEmpty {
             try store.commit(writes, disconnects: disconnects, writeIDs: writeIDs)
         } else if !disconnects.isEmpty {
@@ -336,7 +336,7 @@ public final class CommitQueue: Sendable {
 
     /// Halts the queue after `error`; returns what later submissions fail with.
     @discardableResult
-    private func halt(after error: any Error) -> StoreError {
+    private func halt(after error: StoreError) -> StoreError {
         let halted = StoreError.haltedAfterFailure(reason: "\(error)")
         state.withLock { $0.halted = halted }
         return halted

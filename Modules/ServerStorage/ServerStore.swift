@@ -1,3 +1,4 @@
+public import Persistence
 public import Tree
 
 /// Durable storage of one database (namespace): its tree and a few named settings.
@@ -16,24 +17,31 @@ public import Tree
 /// tree = tree.updating(at: write.path, to: write.node)
 /// ```
 ///
-/// Calls are thread-safe; implementations serialize them.
+/// Calls are thread-safe; implementations serialize them. Every call throws a ``StoreError`` that
+/// says what failed and where: ``StoreError/sqlite(file:operation:message:)`` and
+/// ``StoreError/postgres(namespace:operation:message:)`` for a failed statement (nothing changed),
+/// ``StoreError/invalidWrite(path:reason:)`` for a key no store can hold,
+/// ``StoreError/corruptData(file:row:reason:)`` for a stored value that does not decode,
+/// ``StoreError/fenced(namespace:epoch:)`` when another process took the namespace over (cluster
+/// mode; nothing written), and ``StoreError/timedOut(namespace:operation:after:)`` when the store
+/// did not answer (a write's outcome unknown).
 public protocol ServerStore: Sendable {
     /// The whole stored tree. O(size): meant for startup.
-    func loadTree() throws -> Node
+    func loadTree() throws(StoreError) -> Node
 
     /// Applies `writes` in order, all or none, in one transaction. When it returns the writes are
     /// as durable as the store's ``Durability`` promises; when it throws nothing changed.
-    func commit(_ writes: [StoredWrite]) throws
+    func commit(_ writes: [StoredWrite]) throws(StoreError)
 
     /// The settings document `name` (for example `"rules"`), or `nil` when none is stored.
-    func setting(_ name: String) throws -> JSONValue?
+    func setting(_ name: String) throws(StoreError) -> JSONValue?
 
     /// Stores the settings document `name`; `nil` removes it.
-    func setSetting(_ name: String, _ value: JSONValue?) throws
+    func setSetting(_ name: String, _ value: JSONValue?) throws(StoreError)
 
     /// Releases what the store holds (files, descriptors); later calls fail. Stores holding nothing
     /// outside memory need not implement it.
-    func close() throws
+    func close() throws(StoreError)
 
     /// Whether the store keeps connections' onDisconnect operations (``commit(_:disconnects:)``):
     /// a store shared by several processes does, so that the process taking over a namespace runs
@@ -43,36 +51,38 @@ public protocol ServerStore: Sendable {
 
     /// Applies `writes` and `disconnects` in one transaction, all or none. Stores that do not
     /// keep onDisconnect operations ignore `disconnects`.
-    func commit(_ writes: [StoredWrite], disconnects: [DisconnectChange]) throws
+    func commit(_ writes: [StoredWrite], disconnects: [DisconnectChange]) throws(StoreError)
 
     /// The onDisconnect operations stored, oldest session first: at open, those of connections
     /// that no process serves any more.
-    func storedDisconnects() throws -> [StoredDisconnect]
+    func storedDisconnects() throws(StoreError) -> [StoredDisconnect]
 
     /// Applies `writes`, `disconnects` and `writeIDs` in one transaction, all or none: the record
     /// of how the writes clients named with write ids ended commits with those writes, so that a
     /// resend after a crash is answered from it instead of being applied again.
-    func commit(_ writes: [StoredWrite], disconnects: [DisconnectChange], writeIDs: [WriteIDChange]) throws
+    func commit(_ writes: [StoredWrite], disconnects: [DisconnectChange], writeIDs: [WriteIDChange]) throws(StoreError)
 
     /// The write ids stored, least recently seen client first: read when the namespace opens.
-    func storedWriteIDs() throws -> [StoredWriteIDs]
+    func storedWriteIDs() throws(StoreError) -> [StoredWriteIDs]
 }
 
 extension ServerStore {
-    public func close() throws {}
+    public func close() throws(StoreError) {}
 
     public var keepsDisconnectOperations: Bool { false }
 
-    public func commit(_ writes: [StoredWrite], disconnects: [DisconnectChange]) throws {
+    public func commit(_ writes: [StoredWrite], disconnects: [DisconnectChange]) throws(StoreError) {
         try commit(writes)
     }
 
-    public func storedDisconnects() throws -> [StoredDisconnect] { [] }
+    public func storedDisconnects() throws(StoreError) -> [StoredDisconnect] { [] }
 
     /// Ignores `writeIDs`: for stores whose data does not outlive the server's memory of them.
-    public func commit(_ writes: [StoredWrite], disconnects: [DisconnectChange], writeIDs: [WriteIDChange]) throws {
+    public func commit(
+        _ writes: [StoredWrite], disconnects: [DisconnectChange], writeIDs: [WriteIDChange]
+    ) throws(StoreError) {
         try commit(writes, disconnects: disconnects)
     }
 
-    public func storedWriteIDs() throws -> [StoredWriteIDs] { [] }
+    public func storedWriteIDs() throws(StoreError) -> [StoredWriteIDs] { [] }
 }

@@ -115,7 +115,7 @@ package struct TreeLoader {
 
 /// A row ``TreeLoader`` could not decode.
 package struct TreeLoaderError: Error {
-    var row: String
-    var value: String
-    var reason: String
+    package var row: String
+    package var value: String
+    package var reason: String
 }

@@ -1,6 +1,7 @@
 import CanopyTesting
 import Dispatch
 import Logging
+import Persistence
 import Presence
 import Query
 import Rules
@@ -16,18 +17,21 @@ import Tree
 final class FailingStore: ServerStore {
     private let inner = InMemoryServerStore()
 
-    struct DiskFull: Error {}
+    /// What SQLite reports for a full disk.
+    static func diskFull(_ operation: String) -> StoreError {
+        .sqlite(file: "/data/test.sqlite", operation: operation, message: "DiskFull: database or disk is full")
+    }
 
-    func loadTree() throws -> Node { inner.loadTree() }
+    func loadTree() -> Node { inner.loadTree() }
 
-    func commit(_ writes: [StoredWrite]) throws {
-        if writes.contains(where: { $0.path.front == "broken" }) { throw DiskFull() }
+    func commit(_ writes: [StoredWrite]) throws(StoreError) {
+        if writes.contains(where: { $0.path.front == "broken" }) { throw Self.diskFull("committing") }
         try inner.commit(writes)
     }
 
-    func setting(_ name: String) throws -> JSONValue? { inner.setting(name) }
-    func setSetting(_ name: String, _ value: JSONValue?) throws {
-        if value?.stringValue?.contains("broken") == true { throw DiskFull() }
+    func setting(_ name: String) -> JSONValue? { inner.setting(name) }
+    func setSetting(_ name: String, _ value: JSONValue?) throws(StoreError) {
+        if value?.stringValue?.contains("broken") == true { throw Self.diskFull("writing setting \"\(name)\"") }
         inner.setSetting(name, value)
     }
 }
@@ -171,12 +175,12 @@ final class StalledStore: ServerStore {
         gate.signal()
     }
 
-    func loadTree() throws -> Node { inner.loadTree() }
+    func loadTree() -> Node { inner.loadTree() }
 
     /// What the store holds once its commits returned.
     var committed: Node { inner.loadTree() }
 
-    func commit(_ writes: [StoredWrite]) throws {
+    func commit(_ writes: [StoredWrite]) throws(StoreError) {
         if stalled.load(ordering: .sequentiallyConsistent) {
             gate.wait()
             gate.signal()
@@ -184,8 +188,8 @@ final class StalledStore: ServerStore {
         try inner.commit(writes)
     }
 
-    func setting(_ name: String) throws -> JSONValue? { inner.setting(name) }
-    func setSetting(_ name: String, _ value: JSONValue?) throws { inner.setSetting(name, value) }
+    func setting(_ name: String) -> JSONValue? { inner.setting(name) }
+    func setSetting(_ name: String, _ value: JSONValue?) { inner.setSetting(name, value) }
 }
 
 struct StalledStoreTests {

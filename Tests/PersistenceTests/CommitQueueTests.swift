@@ -128,7 +128,7 @@ struct CommitQueueTests {
             let failures = Mutex(0)
             for index in 0..<5 {
                 queue.submit([StoredWrite(path: Path(keys: [ChildKey("k\(index)")]), node: Node(.bool(true)))]) {
-                    if case .failure(let error) = $0, error is StoreError { failures.withLock { $0 += 1 } }
+                    if case .failure = $0 { failures.withLock { $0 += 1 } }
                 }
             }
             queue.finish()
@@ -164,7 +164,7 @@ struct CommitQueueTests {
         await committer.value
         let result = Mutex<StoreError?>(nil)
         queue.submit([]) { outcome in
-            if case .failure(let error as StoreError) = outcome { result.withLock { $0 = error } }
+            if case .failure(let error) = outcome { result.withLock { $0 = error } }
         }
         #expect(result.withLock { $0 } == .queueFinished)
     }
@@ -187,17 +187,18 @@ struct CommitQueueTests {
     private final class OrderedStore: ServerStore {
         let inner = InMemoryServerStore()
         let calls = Mutex<[String]>([])
-        struct Refused: Error {}
 
-        func loadTree() throws -> Node { inner.loadTree() }
-        func commit(_ writes: [StoredWrite]) throws {
+        func loadTree() -> Node { inner.loadTree() }
+        func commit(_ writes: [StoredWrite]) throws(StoreError) {
             calls.withLock { $0.append("commit " + writes.map(\.path.description).joined(separator: ",")) }
             try inner.commit(writes)
         }
-        func setting(_ name: String) throws -> JSONValue? { inner.setting(name) }
-        func setSetting(_ name: String, _ value: JSONValue?) throws {
+        func setting(_ name: String) -> JSONValue? { inner.setting(name) }
+        func setSetting(_ name: String, _ value: JSONValue?) throws(StoreError) {
             calls.withLock { $0.append("setting \(name)") }
-            if name == "refused" { throw Refused() }
+            if name == "refused" {
+                throw .sqlite(file: "ordered", operation: "writing setting \"\(name)\"", message: "refused")
+            }
             inner.setSetting(name, value)
         }
     }

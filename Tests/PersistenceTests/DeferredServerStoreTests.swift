@@ -1,4 +1,5 @@
 import Foundation
+import Persistence
 import ServerStorage
 import Synchronization
 import Testing
@@ -8,7 +9,9 @@ struct DeferredServerStoreTests {
     @Test func readsAsItsInitialSettingsAndCreatesNothingUntilWritten() async throws {
         try await withStoreFile { file in
             let rules: JSONValue = .string(#"{"rules":{".read":true}}"#)
-            let store = DeferredServerStore(initialSettings: ["rules": rules]) { try SQLiteServerStore(path: file) }
+            let store = DeferredServerStore(initialSettings: ["rules": rules]) { () throws(StoreError) in
+                try SQLiteServerStore(path: file)
+            }
             #expect(try store.loadTree() == .empty)
             #expect(try store.setting("rules") == rules)
             #expect(try store.setting("other") == nil)
@@ -28,17 +31,17 @@ struct DeferredServerStoreTests {
     }
 
     @Test func aSettingCreatesItAndAFailedCreationIsTriedAgain() throws {
-        struct Unavailable: Error {}
+        let unavailable = StoreError.cannotOpen(file: "deferred", reason: "unavailable")
         let attempts = Mutex(0)
-        let store = DeferredServerStore {
+        let store = DeferredServerStore { () throws(StoreError) -> any ServerStore in
             let attempt = attempts.withLock { attempts in
                 attempts += 1
                 return attempts
             }
-            if attempt == 1 { throw Unavailable() }
+            if attempt == 1 { throw unavailable }
             return InMemoryServerStore()
         }
-        #expect(throws: Unavailable.self) { try store.setSetting("rules", .string("{}")) }
+        #expect(throws: unavailable) { try store.setSetting("rules", .string("{}")) }
         #expect(!store.isCreated)
         try store.setSetting("rules", .string("{}"))
         #expect(store.isCreated)

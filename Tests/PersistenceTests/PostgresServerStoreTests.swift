@@ -2,6 +2,7 @@ import CanopyTesting
 import Dispatch
 import Foundation
 import Logging
+import Persistence
 import PostgresStore
 import ServerStorage
 import Testing
@@ -117,10 +118,10 @@ import Tree
                     let new = try await Self.blocking { try second.open("fenced") }
                     #expect(new.epoch == old.epoch + 1)
 
-                    await #expect(throws: PostgresStoreError.fenced(namespace: "fenced", epoch: old.epoch)) {
+                    await #expect(throws: StoreError.fenced(namespace: "fenced", epoch: old.epoch)) {
                         try await Self.blocking { try old.commit([StoredWrite(path: "v", node: Node(.number(2)))]) }
                     }
-                    await #expect(throws: PostgresStoreError.fenced(namespace: "fenced", epoch: old.epoch)) {
+                    await #expect(throws: StoreError.fenced(namespace: "fenced", epoch: old.epoch)) {
                         try await Self.blocking { try old.setSetting("rules", .string("{}")) }
                     }
                     try await Self.blocking { try new.commit([StoredWrite(path: "w", node: Node(.number(3)))]) }
@@ -170,7 +171,7 @@ import Tree
                         "UPDATE canopy_owner SET lease_until = now() - interval '1 second' WHERE ns = 'presence'")
                     let new = try await Self.blocking { try second.open("presence") }
                     let ran = StoredWrite(path: "a", node: Node(.string("gone")))
-                    await #expect(throws: PostgresStoreError.fenced(namespace: "presence", epoch: old.epoch)) {
+                    await #expect(throws: StoreError.fenced(namespace: "presence", epoch: old.epoch)) {
                         try await Self.blocking { try old.commit([ran], disconnects: [.remove(session: "ada")]) }
                     }
                     #expect(try await Self.blocking { try new.storedDisconnects() } == [ada])
@@ -228,7 +229,7 @@ import Tree
                 #expect(
                     try await cluster.psql("SELECT node || ' ' || epoch FROM canopy_owner") == "node1 \(store.epoch)")
                 // Nothing more is committed, without asking PostgreSQL.
-                await #expect(throws: PostgresStoreError.fenced(namespace: "paused", epoch: store.epoch)) {
+                await #expect(throws: StoreError.fenced(namespace: "paused", epoch: store.epoch)) {
                     try await Self.blocking { try store.commit([StoredWrite(path: "v", node: Node(.number(1)))]) }
                 }
                 #expect(try await cluster.psql("SELECT count(*) FROM canopy_nodes") == "0")

@@ -1,4 +1,5 @@
 import CanopyTesting
+import Persistence
 import ServerStorage
 import Testing
 import Tree
@@ -82,14 +83,14 @@ import Tree
                     try await cluster.psql("UPDATE canopy_owner SET lease_until = now() - interval '1 second'")
                     let new = try await Self.blocking { try second.open("fenced") }
                     let late = StoredWriteIDs(client: "tablet", highest: 8, seen: 2_500)
-                    await #expect(throws: PostgresStoreError.fenced(namespace: "fenced", epoch: old.epoch)) {
+                    await #expect(throws: StoreError.fenced(namespace: "fenced", epoch: old.epoch)) {
                         try await Self.blocking {
                             try old.commit(
                                 [StoredWrite(path: "v", node: Node(.number(2)))], disconnects: [],
                                 writeIDs: [.store(late)])
                         }
                     }
-                    await #expect(throws: PostgresStoreError.fenced(namespace: "fenced", epoch: old.epoch)) {
+                    await #expect(throws: StoreError.fenced(namespace: "fenced", epoch: old.epoch)) {
                         try await Self.blocking { try old.commit([], disconnects: [], writeIDs: [.store(late)]) }
                     }
                     #expect(try await Self.blocking { try new.storedWriteIDs() } == [Self.tablet])

@@ -172,22 +172,25 @@ struct WriteIDStoreTests {
     private final class RecordingStore: ServerStore {
         let inner = InMemoryServerStore()
         let commits = Mutex<[(writes: [String], writeIDs: [String])]>([])
-        struct Failed: Error {}
 
-        func loadTree() throws -> Node { inner.loadTree() }
-        func commit(_ writes: [StoredWrite]) throws {
+        func loadTree() -> Node { inner.loadTree() }
+        func commit(_ writes: [StoredWrite]) throws(StoreError) {
             try commit(writes, disconnects: [], writeIDs: [])
         }
-        func commit(_ writes: [StoredWrite], disconnects: [DisconnectChange], writeIDs: [WriteIDChange]) throws {
+        func commit(
+            _ writes: [StoredWrite], disconnects: [DisconnectChange], writeIDs: [WriteIDChange]
+        ) throws(StoreError) {
             commits.withLock {
                 $0.append((writes.map(\.path.description), writeIDs.map { "\($0.client)" }))
             }
-            if writes.contains(where: { $0.path == "fail" }) { throw Failed() }
+            if writes.contains(where: { $0.path == "fail" }) {
+                throw .sqlite(file: "recording", operation: "committing", message: "failed")
+            }
             try inner.commit(writes, disconnects: disconnects, writeIDs: writeIDs)
         }
-        func storedWriteIDs() throws -> [StoredWriteIDs] { inner.storedWriteIDs() }
-        func setting(_ name: String) throws -> JSONValue? { inner.setting(name) }
-        func setSetting(_ name: String, _ value: JSONValue?) throws { inner.setSetting(name, value) }
+        func storedWriteIDs() -> [StoredWriteIDs] { inner.storedWriteIDs() }
+        func setting(_ name: String) -> JSONValue? { inner.setting(name) }
+        func setSetting(_ name: String, _ value: JSONValue?) { inner.setSetting(name, value) }
     }
 
     private static func ids(_ client: String, _ highest: Int) -> WriteIDChange {
@@ -218,7 +221,7 @@ struct WriteIDStoreTests {
         let queue = CommitQueue(store: store, logger: logger)
         let committer = Task { await queue.run() }
         let done = Mutex<[String]>([])
-        @Sendable func record(_ result: Result<Void, any Error>) {
+        @Sendable func record(_ result: Result<Void, StoreError>) {
             done.withLock { $0.append((try? result.get()) == nil ? "failed" : "stored") }
         }
         queue.submit([try StoredWrite("fail", 1)], writeIDs: [Self.ids("failed", 1)]) { record($0) }
