@@ -15,3 +15,19 @@ public func eventually(
     }
     return (try? await condition()) == true
 }
+
+/// Waits until `condition` holds, as ``eventually(timeout:interval:_:)`` does, for a step a test
+/// cannot go on without: throws ``ClusterTestError/timedOut(_:)`` naming `what` when it still does
+/// not hold after `timeout`.
+///
+/// ```swift
+/// try await waitUntil("writes after the kill") { writer.count >= 20 }
+/// ```
+public func waitUntil(
+    _ what: String, timeout: Duration = .seconds(120), interval: Duration = .milliseconds(10),
+    _ condition: () async throws -> Bool
+) async throws {
+    guard await eventually(timeout: timeout, interval: interval, condition) else {
+        throw ClusterTestError.timedOut(what)
+    }
+}

@@ -185,7 +185,9 @@ public final class ServerProcess: Sendable {
     }
 }
 
+/// Signals `process` while it runs: once it ended, its process id may be another process's.
 private func send(_ signal: Int32, to process: Process) {
+    guard process.isRunning else { return }
     _ = kill(process.processIdentifier, signal)
 }
 
@@ -193,11 +195,14 @@ private func send(_ signal: Int32, to process: Process) {
 public enum ServerProcessError: Error, CustomStringConvertible {
     case didNotStart(log: String)
     case didNotExit(log: String)
+    /// No `canopy-server` executable was found (see ``ServerProcess/locateExecutable(packageFile:)``).
+    case notBuilt
 
     public var description: String {
         switch self {
         case .didNotStart(let log): "canopy-server did not log its port; its output:\n\(log)"
         case .didNotExit(let log): "canopy-server was still running; its output:\n\(log)"
+        case .notBuilt: "canopy-server was not found: build it first (swift build --product canopy-server)"
         }
     }
 }
