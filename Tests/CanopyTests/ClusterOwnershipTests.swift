@@ -11,18 +11,6 @@ import Transport
 /// that does, so a listener and a writer that reached different nodes see the same data.
 @Suite(.serialized, .enabled(if: PostgresTestCluster.isEnabled, "needs CANOPY_TEST_POSTGRES=1"))
 struct ClusterOwnershipTests {
-    private static func configure(
-        _ cluster: PostgresTestCluster, node: String, port: Int, leaseDuration: Duration = .seconds(5)
-    ) -> (inout ServerConfiguration) -> Void {
-        { configuration in
-            configuration.postgresURL = cluster.url
-            configuration.nodeName = node
-            configuration.port = port
-            configuration.advertiseHost = "127.0.0.1:\(port)"
-            configuration.leaseDuration = leaseDuration
-        }
-    }
-
     /// The scenario: two nodes, a namespace nobody used, a listener through node 2 and a
     /// write through node 1. Node 1 used to greet the writer and store the write under a lease of its
     /// own while node 2 served the listener an empty tree of its own.
@@ -30,8 +18,8 @@ struct ClusterOwnershipTests {
     func aListenerAndAWriterOnDifferentNodesShareAFreshNamespace() async throws {
         try await withPostgresCluster { cluster in
             let (port1, port2) = (try TestServer.reservePort(), try TestServer.reservePort())
-            try await withTestServer(configure: Self.configure(cluster, node: "node1", port: port1)) { node1 in
-                try await withTestServer(configure: Self.configure(cluster, node: "node2", port: port2)) { node2 in
+            try await withTestServer(configure: { $0.joinCluster(cluster, node: "node1", port: port1) }) { node1 in
+                try await withTestServer(configure: { $0.joinCluster(cluster, node: "node2", port: port2) }) { node2 in
                     let listener = makeDatabase(node2, namespace: "fresh1")
                     let writer = makeDatabase(node1, namespace: "fresh1")
                     defer {
@@ -45,7 +33,7 @@ struct ClusterOwnershipTests {
                     // The listen reached node 2, which took the namespace for it.
                     #expect(
                         await eventually(timeout: .seconds(30)) {
-                            (try? await cluster.psql("SELECT node FROM canopy_owner WHERE ns = 'fresh1'")) == "node2"
+                            (try? await cluster.owner(of: "fresh1")) == "node2"
                         })
                     let started = ContinuousClock.now
                     try await writer.reference(withPath: "x").setValue(42)
@@ -82,9 +70,10 @@ struct ClusterOwnershipTests {
     func concurrentFirstRequestsThroughThreeNodesEndWithOneOwnerEach() async throws {
         try await withPostgresCluster { cluster in
             let ports = [try TestServer.reservePort(), try TestServer.reservePort(), try TestServer.reservePort()]
-            try await withTestServer(configure: Self.configure(cluster, node: "node1", port: ports[0])) { node1 in
-                try await withTestServer(configure: Self.configure(cluster, node: "node2", port: ports[1])) { node2 in
-                    try await withTestServer(configure: Self.configure(cluster, node: "node3", port: ports[2])) {
+            try await withTestServer(configure: { $0.joinCluster(cluster, node: "node1", port: ports[0]) }) { node1 in
+                try await withTestServer(configure: { $0.joinCluster(cluster, node: "node2", port: ports[1]) }) {
+                    node2 in
+                    try await withTestServer(configure: { $0.joinCluster(cluster, node: "node3", port: ports[2]) }) {
                         node3 in
                         let nodes = [node1, node2, node3]
                         let names = (0..<100).map { "fresh-\($0)" }
@@ -151,10 +140,10 @@ struct ClusterOwnershipTests {
             let (port1, port2) = (try TestServer.reservePort(), try TestServer.reservePort())
             // node1 renews every 20 s: it learns of the takeover from the write below, not before.
             try await withTestServer(
-                configure: Self.configure(cluster, node: "node1", port: port1, leaseDuration: .seconds(60))
+                configure: { $0.joinCluster(cluster, node: "node1", port: port1, leaseDuration: .seconds(60)) }
             ) {
                 node1 in
-                try await withTestServer(configure: Self.configure(cluster, node: "node2", port: port2)) { node2 in
+                try await withTestServer(configure: { $0.joinCluster(cluster, node: "node2", port: port2) }) { node2 in
                     #expect(try await node1.http(.PUT, "/v.json?ns=moved", body: "1").status == 200)
                     try await cluster.psql("UPDATE canopy_owner SET lease_until = now() - interval '1 second'")
                     #expect(try await node2.http(.PUT, "/v.json?ns=moved", body: "2").status == 200)
@@ -181,9 +170,9 @@ struct ClusterOwnershipTests {
         try await withPostgresCluster { cluster in
             let (port1, port2) = (try TestServer.reservePort(), try TestServer.reservePort())
             try await withTestServer(
-                configure: Self.configure(cluster, node: "node1", port: port1, leaseDuration: .seconds(60))
+                configure: { $0.joinCluster(cluster, node: "node1", port: port1, leaseDuration: .seconds(60)) }
             ) { node1 in
-                try await withTestServer(configure: Self.configure(cluster, node: "node2", port: port2)) { node2 in
+                try await withTestServer(configure: { $0.joinCluster(cluster, node: "node2", port: port2) }) { node2 in
                     let client = makeDatabase(node1, namespace: "moved")
                     defer { client.shutDown() }
                     try await client.reference(withPath: "v").setValue(1)

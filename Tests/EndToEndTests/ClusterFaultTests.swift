@@ -1,6 +1,5 @@
 import CanopyTesting
 import Foundation
-import Synchronization
 import Testing
 import Transport
 import Tree
@@ -16,71 +15,50 @@ import Tree
         if: PostgresTestCluster.isEnabled && serverExecutable != nil, "needs CANOPY_TEST_POSTGRES=1 and the binary")
 )
 struct ClusterFaultTests {
-    /// Starts node `name` on a port of its own that it advertises, keeping namespaces in `cluster`.
-    static func startNode(
-        _ name: String, _ cluster: PostgresTestCluster, leaseSeconds: Int, folder: String
-    ) async throws -> ServerProcess {
-        let executable = try #require(serverExecutable)
-        let port = try TestServer.reservePort()
-        return try await ServerProcess.start(
-            executable: executable, dataDirectory: folder + "/" + name,
-            arguments: [
-                "--store", cluster.url, "--node-name", name, "--port", "\(port)",
-                "--advertise-host", "127.0.0.1:\(port)", "--lease-duration", "\(leaseSeconds)",
-            ])
-    }
-
     @Test(.timeLimit(.minutes(5)))
     func theOwnerKilledUnderWriteLoadIsReplacedAtOnceAndNoAcknowledgedWriteIsLost() async throws {
         try await withPostgresCluster { cluster in
             let folder = try TestServer.makeTemporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: folder) }
             // Leases of 30 s: a takeover before one runs out is the node lock's doing.
-            var nodes: [ServerProcess] = []
-            for name in ["node1", "node2", "node3"] {
-                nodes.append(try await Self.startNode(name, cluster, leaseSeconds: 30, folder: folder))
+            let nodes = try await ClusterNodes.start(store: cluster, leaseSeconds: 30, folder: folder)
+            let writer = NumberedWriter(rest: ClusterRESTClient(nodes: nodes.baseURLs), namespace: "fault")
+            do {
+                try await Self.killTheOwner(of: cluster, nodes: nodes, writer: writer)
+            } catch {
+                await writer.stop()
+                await nodes.stop()
+                throw error
             }
-            let client = ClusterRESTClient(nodes: nodes.map(\.baseURL))
-            let acknowledged = Mutex<[Int]>([])
-            let writer = Task {
-                var index = 0
-                while !Task.isCancelled {
-                    if try await client.put("/log/w\(index).json?ns=fault", body: "\(index)") {
-                        acknowledged.withLock { $0.append(index) }
-                    }
-                    index += 1
-                }
-            }
-            defer { writer.cancel() }
-            try await Self.waitUntil { acknowledged.withLock { $0.count } >= 30 }
-            let owner = try await cluster.psql("SELECT node FROM canopy_owner WHERE ns = 'fault'")
-            #expect(owner == "node1", "the first node written to serves the namespace")
-            let leaseEnd = try await cluster.psql("SELECT lease_until FROM canopy_owner WHERE ns = 'fault'")
-
-            let before = acknowledged.withLock { $0.count }
-            let killed = ContinuousClock.now
-            await nodes[0].kill()
-            try await Self.waitUntil { acknowledged.withLock { $0.count } > before }
-            let takeover = ContinuousClock.now - killed
-            #expect(
-                try await cluster.psql("SELECT now() < timestamptz '\(leaseEnd)'") == "t",
-                "taken over only after node1's lease ran out (\(takeover))")
-            try await Self.waitUntil { acknowledged.withLock { $0.count } >= before + 30 }
-            writer.cancel()
-            _ = try? await writer.value
-            print(
-                "cluster fault: owner killed with SIGKILL; first acknowledged write on the new owner after \(takeover)")
-
-            let acked = acknowledged.withLock { $0 }
-            let stored = try await cluster.psql(
-                "SELECT string_agg(value, ',' ORDER BY value::int) FROM canopy_nodes WHERE ns = 'fault'")
-            let present = Set(stored.split(separator: ",").compactMap { Int($0) })
-            let lost = acked.filter { !present.contains($0) }
-            #expect(lost.isEmpty, "acknowledged but not in PostgreSQL: \(lost)")
-            let successor = try await cluster.psql("SELECT node || ' ' || epoch FROM canopy_owner WHERE ns = 'fault'")
-            #expect(successor == "node2 2" || successor == "node3 2", "\(successor)")
-            for node in nodes.dropFirst() { await node.terminate() }
+            await nodes.stop()
         }
+    }
+
+    private static func killTheOwner(
+        of cluster: PostgresTestCluster, nodes: ClusterNodes, writer: NumberedWriter
+    ) async throws {
+        writer.start()
+        try await waitUntil("30 writes") { writer.count >= 30 }
+        #expect(try await cluster.owner(of: "fault") == "node1", "the first node written to serves the namespace")
+        let leaseEnd = try await cluster.psql("SELECT lease_until FROM canopy_owner WHERE ns = 'fault'")
+
+        let before = writer.count
+        let killed = ContinuousClock.now
+        await nodes.kill("node1")
+        try await waitUntil("a write after the kill") { writer.count > before }
+        let takeover = ContinuousClock.now - killed
+        #expect(
+            try await cluster.psql("SELECT now() < timestamptz '\(leaseEnd)'") == "t",
+            "taken over only after node1's lease ran out (\(takeover))")
+        try await waitUntil("30 writes after the kill") { writer.count >= before + 30 }
+        await writer.stop()
+        print("cluster fault: owner killed with SIGKILL; first acknowledged write on the new owner after \(takeover)")
+
+        let stored = try await cluster.storedTree(of: "fault")
+        let lost = writer.acknowledged.filter { stored["log"]?[String($0.key.dropFirst("log/".count))] != $0.value }
+        #expect(lost.isEmpty, "acknowledged but not in PostgreSQL: \(lost.keys.sorted())")
+        let successor = try await cluster.psql("SELECT node || ' ' || epoch FROM canopy_owner WHERE ns = 'fault'")
+        #expect(successor == "node2 2" || successor == "node3 2", "\(successor)")
     }
 
     @Test(.timeLimit(.minutes(5)))
@@ -88,8 +66,10 @@ struct ClusterFaultTests {
         try await withPostgresCluster { cluster in
             let folder = try TestServer.makeTemporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: folder) }
-            let first = try await Self.startNode("node1", cluster, leaseSeconds: 2, folder: folder)
-            let second = try await Self.startNode("node2", cluster, leaseSeconds: 2, folder: folder)
+            let first = try await ServerProcess.startClusterNode(
+                "node1", store: cluster, leaseSeconds: 2, folder: folder)
+            let second = try await ServerProcess.startClusterNode(
+                "node2", store: cluster, leaseSeconds: 2, folder: folder)
             let client = try await RealtimeTestClient.connect(url: first.webSocketURL(namespace: "paused"))
             try await client.put("before", 1)
 
@@ -140,7 +120,8 @@ struct ClusterFaultTests {
         try await withPostgresCluster { cluster in
             let folder = try TestServer.makeTemporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: folder) }
-            let first = try await Self.startNode("node1", cluster, leaseSeconds: 30, folder: folder)
+            let first = try await ServerProcess.startClusterNode(
+                "node1", store: cluster, leaseSeconds: 30, folder: folder)
             let ada = try await RealtimeTestClient.connect(url: first.webSocketURL(namespace: "presence"))
             try await ada.put("users/ada", "online")
             try await ada.requestOK(.onDisconnectPut(path: "users/ada", data: "offline"))
@@ -164,7 +145,8 @@ struct ClusterFaultTests {
             #expect(try await ada.get("users/bob") == "offline")
 
             await first.kill()
-            let second = try await Self.startNode("node2", cluster, leaseSeconds: 30, folder: folder)
+            let second = try await ServerProcess.startClusterNode(
+                "node2", store: cluster, leaseSeconds: 30, folder: folder)
             // The first request opens the namespace on node2, which runs Ada's operations first.
             let read = try await TestServer.http(baseURL: second.baseURL, .GET, "/.json?ns=presence")
             #expect(read.status == 200, "\(read.body)")
@@ -180,7 +162,8 @@ struct ClusterFaultTests {
             // Ran once, and the old session clobbers nothing: a third owner after node2 dies finds
             // nothing left to run.
             await second.kill()
-            let third = try await Self.startNode("node3", cluster, leaseSeconds: 30, folder: folder)
+            let third = try await ServerProcess.startClusterNode(
+                "node3", store: cluster, leaseSeconds: 30, folder: folder)
             let again = try await TestServer.http(baseURL: third.baseURL, .GET, "/.json?ns=presence")
             #expect(again.json?["counters"] == ["disconnects": 1], "\(again.body)")
             #expect(again.json?["users"]?["ada"] == "online again", "\(again.body)")
@@ -216,18 +199,9 @@ struct ClusterFaultTests {
         async throws
     {
         try await cluster.listen(on: network.hostAddress)
-        let executable = try #require(serverExecutable)
-        let port = try TestServer.reservePort()
-        let first = try await ServerProcess.start(
-            executable: executable, dataDirectory: folder + "/node1",
-            arguments: [
-                "--store", cluster.url(host: network.hostAddress), "--node-name", "node1", "--host", network.address,
-                "--port", "\(port)", "--advertise-host", "\(network.address):\(port)", "--lease-duration", "2",
-                // Not on a loopback address: writes create namespaces only when told to.
-                "--create-namespaces",
-            ],
-            launcher: network.launcher, host: network.address)
-        let second = try await startNode("node2", cluster, leaseSeconds: 2, folder: folder)
+        let first = try await ServerProcess.startClusterNode(
+            "node1", store: cluster, leaseSeconds: 2, folder: folder, network: network)
+        let second = try await ServerProcess.startClusterNode("node2", store: cluster, leaseSeconds: 2, folder: folder)
         let client = try await RealtimeTestClient.connect(url: first.webSocketURL(namespace: "cut"))
         try await client.put("before", 1)
         try await client.requestOK(
@@ -275,7 +249,8 @@ struct ClusterFaultTests {
         try await withPostgresCluster { cluster in
             let folder = try TestServer.makeTemporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: folder) }
-            let node = try await Self.startNode("node1", cluster, leaseSeconds: 5, folder: folder)
+            let node = try await ServerProcess.startClusterNode(
+                "node1", store: cluster, leaseSeconds: 5, folder: folder)
             let put = { (path: String, body: String) in
                 try await TestServer.http(baseURL: node.baseURL, .PUT, path, body: body, timeout: .seconds(60))
             }
@@ -302,16 +277,4 @@ struct ClusterFaultTests {
             await node.terminate()
         }
     }
-
-    static func waitUntil(timeout: Duration = .seconds(120), _ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while !condition() {
-            guard ContinuousClock.now < deadline else { throw ClusterTestError.timedOut }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-    }
-}
-
-enum ClusterTestError: Error {
-    case timedOut
 }

@@ -12,25 +12,12 @@ import Tree
 /// one process at a time, and a store that cannot be used stops the server at start.
 // One cluster at a time: starting several at once on a 2-core machine starves the other suites.
 @Suite(.serialized, .enabled(if: PostgresTestCluster.isEnabled)) struct PostgresServerTests {
-    private static func configure(
-        _ cluster: PostgresTestCluster, node: String, leaseDuration: Duration = .seconds(5), port: Int? = nil
-    ) -> (inout ServerConfiguration) -> Void {
-        { configuration in
-            configuration.postgresURL = cluster.url
-            configuration.nodeName = node
-            configuration.leaseDuration = leaseDuration
-            if let port {
-                configuration.port = port
-                configuration.advertiseHost = "127.0.0.1:\(port)"
-            }
-        }
-    }
-
     @Test func aProcessThatDoesNotServeANamespaceSendsItsClientsToTheOneThatDoes() async throws {
         try await withPostgresCluster { cluster in
             let (portA, portB) = (try TestServer.reservePort(), try TestServer.reservePort())
-            try await withTestServer(configure: Self.configure(cluster, node: "node-a", port: portA)) { first in
-                try await withTestServer(configure: Self.configure(cluster, node: "node-b", port: portB)) { second in
+            try await withTestServer(configure: { $0.joinCluster(cluster, node: "node-a", port: portA) }) { first in
+                try await withTestServer(configure: { $0.joinCluster(cluster, node: "node-b", port: portB) }) {
+                    second in
                     #expect(try await first.http(.PUT, "/v.json?ns=shared", body: "1").status == 200)
                     // The owner's hello names it.
                     let direct = try await RealtimeTestClient.connect(to: first, namespace: "shared")
@@ -87,7 +74,7 @@ import Tree
                 _ node: String, port: Int, forwarding: RESTForwarding
             ) -> (inout ServerConfiguration) -> Void {
                 { configuration in
-                    Self.configure(cluster, node: node, port: port)(&configuration)
+                    configuration.joinCluster(cluster, node: node, port: port)
                     configuration.authentication.adminSecret = SignedTokens.adminSecret
                     configuration.restForwarding = forwarding
                 }
@@ -157,7 +144,7 @@ import Tree
 
     @Test func acknowledgedWritesAreInPostgreSQLAndReadBackAfterARestart() async throws {
         try await withPostgresCluster { cluster in
-            try await withTestServer(configure: Self.configure(cluster, node: "node1")) { server in
+            try await withTestServer(configure: { $0.joinCluster(cluster, node: "node1") }) { server in
                 let client = try await RealtimeTestClient.connect(to: server, namespace: "kept")
                 try await client.put("users/ada", ["name": "Ada", "age": 36])
                 try await client.requestOK(.merge(path: "users", data: ["bob": ["name": "Bob"], "ada/age": 37]))
@@ -173,7 +160,7 @@ import Tree
                 #expect(rules.status == 200)
                 await client.close()
             }
-            try await withTestServer(configure: Self.configure(cluster, node: "node1")) { server in
+            try await withTestServer(configure: { $0.joinCluster(cluster, node: "node1") }) { server in
                 let export = try await server.http(.GET, "/users.json?ns=kept&format=export")
                 #expect(
                     export.json == [
@@ -191,11 +178,12 @@ import Tree
 
     @Test func aNamespaceIsServedByOneProcessAtATime() async throws {
         try await withPostgresCluster { cluster in
-            try await withTestServer(configure: Self.configure(cluster, node: "node-b")) { second in
+            try await withTestServer(configure: { $0.joinCluster(cluster, node: "node-b") }) { second in
                 // A test server is stopped by cancellation, which skips releasing the lease: a short
                 // one runs out soon after.
-                try await withTestServer(configure: Self.configure(cluster, node: "node-a", leaseDuration: .seconds(1)))
-                {
+                try await withTestServer(configure: {
+                    $0.joinCluster(cluster, node: "node-a", leaseDuration: .seconds(1))
+                }) {
                     first in
                     #expect(try await first.http(.PUT, "/v.json?ns=shared", body: "1").status == 200)
                     let refused = try await second.http(.GET, "/v.json?ns=shared")
@@ -222,9 +210,10 @@ import Tree
 
     @Test func aServerWhoseNamespaceWasTakenOverStepsDownAndSendsItsClientsAway() async throws {
         try await withPostgresCluster { cluster in
-            try await withTestServer(configure: Self.configure(cluster, node: "node-b")) { second in
-                try await withTestServer(configure: Self.configure(cluster, node: "node-a", leaseDuration: .seconds(3)))
-                {
+            try await withTestServer(configure: { $0.joinCluster(cluster, node: "node-b") }) { second in
+                try await withTestServer(configure: {
+                    $0.joinCluster(cluster, node: "node-a", leaseDuration: .seconds(3))
+                }) {
                     first in
                     let client = try await RealtimeTestClient.connect(to: first, namespace: "moved")
                     try await client.put("v", 1)

@@ -23,10 +23,7 @@ struct TLSClusterTests {
             let ports = (try TestServer.reservePort(), try TestServer.reservePort(), try TestServer.reservePort())
             func configure(_ node: String, port: Int, trustsAuthority: Bool) -> (inout ServerConfiguration) -> Void {
                 { configuration in
-                    configuration.postgresURL = cluster.url
-                    configuration.nodeName = node
-                    configuration.port = port
-                    configuration.advertiseHost = "localhost:\(port)"
+                    configuration.joinCluster(cluster, node: node, port: port, advertisedHost: "localhost")
                     configuration.authentication.adminSecret = SignedTokens.adminSecret
                     configuration.tls = TLSFiles(certificate: files.certificate, key: files.key)
                     configuration.tlsCAFile = trustsAuthority ? authorityFile : nil
