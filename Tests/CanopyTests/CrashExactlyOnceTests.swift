@@ -134,14 +134,7 @@ struct ClusterCrashExactlyOnceTests {
     /// out is the node lock's doing (the owner died).
     static func startNode(_ name: String, _ cluster: PostgresTestCluster, folder: String) async throws -> ServerProcess
     {
-        let executable = try #require(ServerProcess.locateExecutable())
-        let port = try TestServer.reservePort()
-        return try await ServerProcess.start(
-            executable: executable, dataDirectory: folder + "/" + name,
-            arguments: [
-                "--store", cluster.url, "--node-name", name, "--port", "\(port)",
-                "--advertise-host", "127.0.0.1:\(port)", "--lease-duration", "30",
-            ])
+        try await ServerProcess.startClusterNode(name, store: cluster, leaseSeconds: 30, folder: folder)
     }
 
     @Test(.timeLimit(.minutes(15)))
