@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "Auth", targets: ["Auth"]),
         .library(name: "CanopyServer", targets: ["CanopyServer"]),
         .library(name: "CanopyTesting", targets: ["CanopyTesting"]),
+        .library(name: "ProcessResources", targets: ["ProcessResources"]),
         .executable(name: "canopy-server", targets: ["canopy-server"]),
         .executable(name: "canopy-load", targets: ["canopy-load"]),
         .executable(name: "canopy", targets: ["CanopyCLI"]),
@@ -169,6 +170,7 @@ let package = Package(
             path: "Modules/CanopyServer",
             swiftSettings: swiftSettings
         ),
+        .target(name: "ProcessResources", path: "Modules/ProcessResources", swiftSettings: swiftSettings),
         .target(
             name: "CanopyTesting",
             dependencies: [
@@ -209,7 +211,7 @@ let package = Package(
         .executableTarget(
             name: "canopy-load",
             dependencies: [
-                "Canopy", "Transport", "Tree", "PostgresStore",
+                "Canopy", "Transport", "Tree", "PostgresStore", "ProcessResources",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -268,6 +270,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .testTarget(name: "ProcessResourcesTests", dependencies: ["ProcessResources"], swiftSettings: swiftSettings),
         .testTarget(
             name: "PresenceTests",
             dependencies: ["Tree", "Presence"],
@@ -332,6 +335,7 @@ let package = Package(
                 "Query",
                 "Auth",
                 "Rules",
+                "ProcessResources",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -346,7 +350,7 @@ let package = Package(
         .testTarget(
             name: "CLITests",
             dependencies: [
-                "CanopyCLI", "CanopyTesting", "CanopyServer", "Tree", "Canopy",
+                "CanopyCLI", "CanopyTesting", "CanopyServer", "Tree", "Canopy", "ProcessResources",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

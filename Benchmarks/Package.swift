@@ -70,6 +70,7 @@ let package = Package(
                 .product(name: "CanopyTesting", package: "canopy"),
                 .product(name: "Transport", package: "canopy"),
                 .product(name: "Tree", package: "canopy"),
+                .product(name: "ProcessResources", package: "canopy"),
                 .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

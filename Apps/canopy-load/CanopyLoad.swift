@@ -4,6 +4,7 @@ import Foundation
 import Histogram
 import NIOCore
 import NIOPosix
+import ProcessResources
 import Synchronization
 import Transport
 import Tree

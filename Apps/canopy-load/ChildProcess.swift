@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import NIOCore
 import NIOPosix
+import ProcessResources
 import Synchronization
 
 #if canImport(Glibc)

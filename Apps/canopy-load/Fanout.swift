@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ProcessResources
 import Synchronization
 
 /// Events per second fanned out from one writer to many listeners, with write-to-event latency,

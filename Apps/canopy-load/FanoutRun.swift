@@ -1,5 +1,6 @@
 import Foundation
 import Histogram
+import ProcessResources
 import Synchronization
 
 /// One fan-out run's shape, the same for Canopy and for the Redis baseline: `listeners` receivers of

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ProcessResources
 import Synchronization
 
 /// Server memory per idle connection.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Histogram
+import ProcessResources
 import Synchronization
 
 /// One connection floods the server with listens: the per-connection cap must hold, and other

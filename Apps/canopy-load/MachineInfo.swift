@@ -1,4 +1,5 @@
 import Foundation
+import ProcessResources
 
 /// The machine a run happened on, printed with its figures: on a shared 2-core VM the load average
 /// says as much about a figure as the figure itself.

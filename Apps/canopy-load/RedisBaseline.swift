@@ -1,5 +1,6 @@
 import NIOCore
 import NIOPosix
+import ProcessResources
 import Synchronization
 
 /// The fan-out load through Redis pub/sub: the same listener count, rate and message as the

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Histogram
+import ProcessResources
 import Synchronization
 
 /// Stalled readers must not exhaust the server: memory stays bounded, writers that keep up stay fast.

@@ -5,6 +5,7 @@ import Foundation
 import Histogram
 import NIOCore
 import NIOHTTP1
+import ProcessResources
 import Synchronization
 
 #if canImport(Glibc)

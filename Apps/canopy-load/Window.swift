@@ -1,6 +1,7 @@
 import ArgumentParser
 import Canopy
 import Foundation
+import ProcessResources
 import Synchronization
 import Transport
 import Tree

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Histogram
+import ProcessResources
 import Synchronization
 
 /// Acknowledged writes per second from many concurrent writers.

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import ProcessResources
 import Synchronization
 
 #if canImport(Glibc)
@@ -36,7 +37,7 @@ enum StormClientProcess {
     private static func serve(clients: Int, port: Int, timeout: Duration) {
         let storm: Storm
         do {
-            try FileLimit.raise(toAtLeast: UInt64(clients + 256))
+            try FileLimit.raise(forClients: clients)
             storm = try Storm(clients: clients, port: port)
         } catch {
             reply("failed \(error)")

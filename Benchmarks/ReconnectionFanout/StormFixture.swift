@@ -2,13 +2,8 @@ import Benchmark
 import CanopyServer
 import CanopyTesting
 import MallocInterposerSwift
+import ProcessResources
 import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// A server in this process, and a storm's clients in a process of their own
 /// (``StormClientProcess``), every one connected and listening.
@@ -26,7 +21,7 @@ final class StormFixture: Sendable {
     /// Starts a server on a free port of 127.0.0.1 (data in memory, the default 20 s heartbeat),
     /// writes every client's data, then starts the client process and waits until every client listens.
     static func start(clients: Int) async throws -> StormFixture {
-        try FileLimit.raise(toAtLeast: UInt64(clients + 256))
+        try FileLimit.raise(forClients: clients)
         var configuration = ServerConfiguration()
         configuration.host = "127.0.0.1"
         configuration.dataDirectory = nil
@@ -61,12 +56,12 @@ final class StormFixture: Sendable {
         let before = counts.withLock { $0 }
 
         benchmark.startMeasurement()
-        let cpuBefore = ProcessCPU.microseconds()
+        let cpuBefore = ProcessCPU.ownMicroseconds()
         let mallocsBefore = MallocInterposerSwift.getStatistics().mallocCount
         let after = try await clients.cut()
         try await waitForServerConnections()
         let mallocs = MallocInterposerSwift.getStatistics().mallocCount - mallocsBefore
-        let cpu = ProcessCPU.microseconds() - cpuBefore
+        let cpu = ProcessCPU.ownMicroseconds() - cpuBefore
         benchmark.stopMeasurement()
 
         counts.withLock { $0 = after }
@@ -94,45 +89,5 @@ final class StormFixture: Sendable {
         guard await server.waitForOpenConnections(expected, timeout: Self.timeout(clients: expected)) else {
             throw .serverConnections(open: server.openConnections, expected: expected)
         }
-    }
-}
-
-/// The open-file limit (`RLIMIT_NOFILE`): each process of a storm holds one descriptor per client.
-enum FileLimit {
-    /// Raises the soft limit to `needed`, and the hard limit too where the process may.
-    static func raise(toAtLeast needed: UInt64) throws(StormError) {
-        var limit = rlimit()
-        guard getrlimit(resource, &limit) == 0 else { return }
-        guard UInt64(limit.rlim_cur) < needed else { return }
-        var raised = limit
-        raised.rlim_cur = rlim_t(max(needed, UInt64(limit.rlim_max)))
-        raised.rlim_max = max(raised.rlim_cur, limit.rlim_max)
-        if setrlimit(resource, &raised) != 0 {
-            limit.rlim_cur = limit.rlim_max
-            _ = setrlimit(resource, &limit)
-        }
-        guard getrlimit(resource, &limit) == 0, UInt64(limit.rlim_cur) >= needed else {
-            throw .fileLimit(needed: needed, limit: UInt64(limit.rlim_cur))
-        }
-    }
-
-    #if os(Linux)
-    private static let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
-    #else
-    private static let resource = RLIMIT_NOFILE
-    #endif
-}
-
-/// This process's CPU time (user and system), as `getrusage` counts it.
-enum ProcessCPU {
-    static func microseconds() -> Int {
-        var usage = rusage()
-        #if os(Linux)
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        #else
-        getrusage(RUSAGE_SELF, &usage)
-        #endif
-        return (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1_000_000 + Int(usage.ru_utime.tv_usec)
-            + Int(usage.ru_stime.tv_usec)
     }
 }

@@ -1,5 +1,6 @@
 import CanopyTesting
 import Foundation
+import ProcessResources
 import Synchronization
 
 #if canImport(Glibc)
@@ -121,24 +122,10 @@ final class CLIProcess: Sendable {
         return condition(lines)
     }
 
+    /// The process's peak resident set (`VmHWM`) and anonymous memory now (`RssAnon`), in kB.
     private static func sample(_ pid: Int32) -> (resident: Int, anonymous: Int)? {
-        // Read with read(2): /proc files have no size, which Foundation's readers go by.
-        let descriptor = open("/proc/\(pid)/status", O_RDONLY)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var bytes = [UInt8](repeating: 0, count: 8192)
-        let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-        guard count > 0 else { return nil }
-        let status = String(decoding: bytes[0..<count], as: UTF8.self)
-        var resident = 0
-        var anonymous = 0
-        for line in status.split(separator: "\n") {
-            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
-            guard fields.count >= 2, let kilobytes = Int(fields[1]) else { continue }
-            if fields[0] == "VmHWM:" { resident = kilobytes }
-            if fields[0] == "RssAnon:" { anonymous = kilobytes }
-        }
-        return resident > 0 ? (resident, anonymous) : nil
+        guard let memory = try? ProcessMemory.read(pid: pid) else { return nil }
+        return (memory.peakResidentBytes / 1024, memory.anonymousBytes / 1024)
     }
 
     /// The `canopy` binary built with the tests.

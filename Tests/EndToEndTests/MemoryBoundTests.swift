@@ -1,6 +1,7 @@
 import CanopyServer
 import CanopyTesting
 import Foundation
+import ProcessResources
 import Testing
 import Transport
 import Tree
@@ -33,10 +34,10 @@ struct MemoryBoundTests {
     }
 
     private static func stallReaders(on server: ServerProcess) async throws {
-        let pid = "\(server.pid)"
+        let pid = server.pid
         let writer = try await RealtimeTestClient.connect(url: server.webSocketURL(namespace: "test"))
         try await writer.put("hot", "start")
-        let before = try ProcessResources.residentBytes(pid: pid)
+        let before = try ProcessMemory.residentBytes(of: pid)
         var stalled: [RealtimeTestClient] = []
         for _ in 0..<20 {
             let client = try await RealtimeTestClient.connect(url: server.webSocketURL(namespace: "test"))
@@ -59,9 +60,9 @@ struct MemoryBoundTests {
         var peak = before
         for index in 0..<4_000 {
             try await writer.put("hot", ["n": .number(Double(index)), "v": value])
-            if index % 100 == 0 { peak = max(peak, try ProcessResources.residentBytes(pid: pid)) }
+            if index % 100 == 0 { peak = max(peak, try ProcessMemory.residentBytes(of: pid)) }
         }
-        peak = max(peak, try ProcessResources.residentBytes(pid: pid))
+        peak = max(peak, try ProcessMemory.residentBytes(of: pid))
         let grown = peak - before
         #expect(grown < 200 << 20, "the server grew by \(grown >> 20) MB")
 

@@ -1,5 +1,6 @@
 import CanopyTesting
 import Foundation
+import ProcessResources
 import Testing
 import Transport
 import Tree
@@ -29,7 +30,7 @@ struct NamespaceLimitTests {
             let client = try await RealtimeTestClient.connect(to: server, namespace: "listened")
             try await client.requestOK(.listen(path: "/a", query: nil, tag: nil, hash: nil))
             #expect(Self.databaseFiles(in: folder) == [])
-            #expect(ProcessResources.openFiles(under: folder) == [])
+            #expect(OpenFiles.paths(under: folder) == [])
 
             // The first write creates the namespace, and the listeners opened before it see it.
             #expect(try await server.http(.PUT, "/a.json?ns=streamed", body: "1").status == 200)
@@ -49,7 +50,7 @@ struct NamespaceLimitTests {
             }
             #expect(Self.databaseFiles(in: folder).count == 8)
             // The database file, its WAL and its shared-memory index, for at most three namespaces.
-            let held = ProcessResources.openFiles(under: folder)
+            let held = OpenFiles.paths(under: folder)
             #expect(held.count <= 9, "\(held)")
             #expect(server.metric("canopy_namespaces_open") == 3)
             for index in 0..<8 {
@@ -78,7 +79,7 @@ struct NamespaceLimitTests {
                 reopened = try await server.http(.GET, "/v.json?ns=n0")
             }
             #expect(reopened.status == 200 && reopened.body == "0")
-            #expect(ProcessResources.openFiles(under: folder).filter { $0.contains("/held0.sqlite") }.isEmpty)
+            #expect(OpenFiles.paths(under: folder).filter { $0.contains("/held0.sqlite") }.isEmpty)
             for client in clients { await client.close() }
         }
     }
@@ -87,7 +88,7 @@ struct NamespaceLimitTests {
         try await withTestServer(configure: { $0.namespaceIdleTimeout = .milliseconds(200) }) { server in
             let folder = try #require(server.dataDirectory)
             #expect(try await server.http(.PUT, "/v.json?ns=idle", body: "7").status == 200)
-            #expect(await eventually { ProcessResources.openFiles(under: folder).isEmpty })
+            #expect(await eventually { OpenFiles.paths(under: folder).isEmpty })
             #expect(server.metric("canopy_namespaces_open") == 0)
             #expect(try await server.http(.GET, "/v.json?ns=idle").body == "7")
 
@@ -95,10 +96,10 @@ struct NamespaceLimitTests {
             let client = try await RealtimeTestClient.connect(to: server, namespace: "idle")
             try await client.put("w", 8)
             try await Task.sleep(for: .seconds(1))
-            #expect(!ProcessResources.openFiles(under: folder).isEmpty)
+            #expect(!OpenFiles.paths(under: folder).isEmpty)
             try await client.put("w", 9)
             await client.close()
-            #expect(await eventually { ProcessResources.openFiles(under: folder).isEmpty })
+            #expect(await eventually { OpenFiles.paths(under: folder).isEmpty })
             #expect(try await server.http(.GET, "/w.json?ns=idle").body == "9")
         }
     }

@@ -1,5 +1,6 @@
 import CanopyTesting
 import Foundation
+import ProcessResources
 import Testing
 import Tree
 
@@ -77,6 +78,6 @@ import Tree
         await server.stop()
         #expect(await client.waitUntilClosed(timeout: .seconds(30)), "the connection outlived the server")
         await client.close()
-        #expect(ProcessResources.openFiles(under: folder) == [], "a namespace was left open")
+        #expect(OpenFiles.paths(under: folder) == [], "a namespace was left open")
     }
 }
