@@ -212,7 +212,6 @@ let package = Package(
             name: "canopy-load",
             dependencies: [
                 "Canopy", "Transport", "Tree", "PostgresStore", "ProcessResources",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

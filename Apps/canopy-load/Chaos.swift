@@ -1,6 +1,8 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+import Logging
+import PostgresStore
 
 /// Random faults on a cluster for as long as asked: the node serving a namespace is killed
 /// (SIGKILL), paused past its lease (SIGSTOP, then SIGCONT) or stopped (SIGTERM), one fault after
@@ -45,6 +47,8 @@ struct Chaos: AsyncParsableCommand {
     var leaseDuration: Double = 2
     @Flag(help: "Print one JSON object with the figures on standard output (the other lines go to standard error).")
     var json = false
+
+    static let storeLogger = Logger(label: "canopy-load.owner")
 
     func validate() throws {
         guard nodes >= 2 else { throw ValidationError("--nodes must be at least 2") }
@@ -140,9 +144,10 @@ struct Chaos: AsyncParsableCommand {
         }
     }
 
-    /// The owner row of the namespace the writer writes to.
+    /// The process serving the namespace the writer writes to, as the store's lease table says.
     private func currentOwner() async throws -> NamespaceOwner {
-        guard let owner = try await NamespaceOwner.read("chaos", store: store) else {
+        let location = try PostgresLocation(store)
+        guard let owner = try await PostgresStorage.owner(of: "chaos", at: location, logger: Self.storeLogger) else {
             throw LoadError.check("no process owns namespace chaos in \(store), though writes were acknowledged")
         }
         return owner

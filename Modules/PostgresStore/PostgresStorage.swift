@@ -218,14 +218,9 @@ public final class PostgresStorage: Sendable {
             throw Self.failure(operation, error)
         }
         guard let epoch else {
-            let owner = try? Blocking.run(operation: operation) { [self] () -> (node: String, host: String?)? in
+            let owner = try? Blocking.run(operation: operation) { [self] in
                 try await withConnection(operation) { connection in
-                    for try await owner in try await connection.query(
-                        "SELECT node, host FROM canopy_owner WHERE ns = \(name)", logger: logger
-                    ).decode((String, String?).self) {
-                        return owner
-                    }
-                    return nil
+                    try await Self.owner(of: name, on: connection, logger: logger)
                 }
             }
             throw .ownedElsewhere(

@@ -294,6 +294,43 @@ import Tree
         }
     }
 
+    /// A process that serves nothing (canopy-load watching a cluster) reads which node serves a
+    /// namespace and under which epoch, and reading takes nothing.
+    @Test func theOwnerOfANamespaceIsReadWithItsEpochByAProcessThatServesNothing() async throws {
+        try await withPostgresCluster { cluster in
+            let location = try PostgresLocation(cluster.url)
+            try await Self.withStorage(cluster, node: "node1", host: "s-node1:9001") { first in
+                try await Self.withStorage(cluster, node: "node2") { second in
+                    #expect(try await PostgresStorage.owner(of: "watched", at: location, logger: Self.logger) == nil)
+                    let store = try await Self.blocking { try first.open("watched") }
+                    #expect(
+                        try await PostgresStorage.owner(of: "watched", at: location, logger: Self.logger)
+                            == NamespaceOwner(node: "node1", host: "s-node1:9001", epoch: store.epoch))
+
+                    try await Self.blocking { try store.close() }
+                    let taken = try await Self.blocking { try second.open("watched") }
+                    #expect(taken.epoch == store.epoch + 1)
+                    #expect(
+                        try await PostgresStorage.owner(of: "watched", at: location, logger: Self.logger)
+                            == NamespaceOwner(node: "node2", host: nil, epoch: taken.epoch))
+                    // node2 still holds it.
+                    await #expect(
+                        throws: PostgresStoreError.ownedElsewhere(namespace: "watched", node: "node2", host: nil)
+                    ) {
+                        try await Self.blocking { try first.open("watched") }
+                    }
+                }
+            }
+        }
+        let nowhere = try PostgresLocation("postgres://canopy@localhost:1/canopy?host=/nonexistent")
+        await #expect {
+            try await PostgresStorage.owner(of: "watched", at: nowhere, logger: Self.logger)
+        } throws: { error in
+            guard case .cannotConnect(let url, _)? = error as? PostgresStoreError else { return false }
+            return url == "postgres://canopy@localhost:1/canopy?host=/nonexistent"
+        }
+    }
+
     @Test func aNodeNameOrHostARunningProcessHasIsRefusedAtStart() async throws {
         try await withPostgresCluster { cluster in
             try await Self.withStorage(cluster, node: "node1", host: "s-node1:9001") { _ in

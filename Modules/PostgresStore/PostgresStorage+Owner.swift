@@ -1,0 +1,42 @@
+public import Logging
+import PostgresNIO
+
+extension PostgresStorage {
+    /// The process that took namespace `name` last, whether or not its lease still runs (`nil`: no
+    /// process took it yet). Reads on a connection of its own, without a storage or a pool, so a
+    /// process that serves nothing (a tool watching a cluster) can ask.
+    public static func owner(
+        of name: String, at location: PostgresLocation, logger: Logger
+    ) async throws(PostgresStoreError) -> NamespaceOwner? {
+        let operation = "reading the owner of namespace \"\(name)\""
+        let connection: PostgresConnection
+        do {
+            connection = try await PostgresConnection.connect(
+                configuration: location.connectionConfiguration, id: 0, logger: logger)
+        } catch {
+            throw connectionFailure(error, location: location)
+        }
+        do {
+            let owner = try await untilClosed(connection, operation) {
+                try await Self.owner(of: name, on: connection, logger: logger)
+            }
+            try? await connection.close()
+            return owner
+        } catch {
+            try? await connection.close()
+            throw failure(operation, error)
+        }
+    }
+
+    /// The owner row of namespace `name`, read on `connection`.
+    static func owner(
+        of name: String, on connection: PostgresConnection, logger: Logger
+    ) async throws -> NamespaceOwner? {
+        let rows = try await connection.query(
+            "SELECT node, host, epoch FROM canopy_owner WHERE ns = \(name)", logger: logger)
+        for try await (node, host, epoch) in rows.decode((String, String?, Int64).self) {
+            return NamespaceOwner(node: node, host: host, epoch: epoch)
+        }
+        return nil
+    }
+}
