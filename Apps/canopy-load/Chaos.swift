@@ -61,15 +61,38 @@ struct Chaos: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let console = Console(json: json)
-        console.line(MachineInfo.current().describe)
-        let (servers, root) = try await ClusterNodes.start(
-            count: nodes, binary: serverBinary, store: store, firstPort: port, leaseSeconds: leaseDuration,
-            prefix: "chaos")
-        console.line("started \(nodes) nodes on ports \(port)–\(port + nodes - 1) over \(store); seed \(seed)")
-        // A paused node accepts connections and never answers: the writer gives up on it after 1 s.
-        let writer = ClusterWriter(ports: servers.map(\.port), namespace: "chaos", requestTimeout: .seconds(1))
-        let writing = Task { await writer.run() }
+        let run = try ScenarioRun(json: json)
+        let (report, outcome) = try await run.withServers(launching: {
+            try await ClusterNodes.start(
+                count: nodes, binary: serverBinary, store: store, firstPort: port, leaseSeconds: leaseDuration,
+                prefix: "chaos", console: run.console, note: "; seed \(seed)")
+        }) { cluster in
+            // A paused node accepts connections and never answers: the writer gives up on it after 1 s.
+            try await ClusterWriter.writing(
+                to: cluster.launched.map(\.port), namespace: "chaos", requestTimeout: .seconds(1)
+            ) { writer in
+                await causeFaultsAndCheck(cluster.launched, writer: writer, console: run.console)
+            }
+        }
+        try run.report(report)
+        try outcome.get()
+        if report.lostAcknowledgedWrites > 0 {
+            throw LoadError.check("\(report.lostAcknowledgedWrites) acknowledged writes are missing")
+        }
+        let problems = report.clients.flatMap(\.problems)
+        if !problems.isEmpty { throw LoadError.check(problems.joined(separator: "; ")) }
+        if let behind = report.clientsMissingWrites.firstIndex(where: { $0 > 0 }) {
+            throw LoadError.check(
+                "client \(behind) never saw \(report.clientsMissingWrites[behind]) of the acknowledged writes")
+        }
+    }
+
+    /// Faults for `duration` while the SDK clients listen, then, once every node runs again and the
+    /// writes stopped, every acknowledged write read back and the clients checked. Returns the
+    /// figures and the first failure, if any: the figures are reported either way.
+    private func causeFaultsAndCheck(
+        _ servers: [LaunchedServer], writer: ClusterWriter, console: Console
+    ) async -> (ChaosReport, Result<Void, any Error>) {
         let callbacks = DispatchQueue(label: "canopy-load.chaos-clients")
         let sdkClients = (0..<clients).map { index in
             ChaosClient(index: index, url: "http://127.0.0.1:\(port + index % nodes)?ns=chaos", queue: callbacks)
@@ -83,8 +106,7 @@ struct Chaos: AsyncParsableCommand {
         } catch {
             outcome = .failure(error)
         }
-        writing.cancel()
-        await writing.value
+        await writer.stopWriting()
         // Every node back before the read: a paused one is resumed (a fault may have failed while it
         // was stopped), a stopped one started.
         for server in servers where server.pid != 0 { _ = kill(server.pid, SIGCONT) }
@@ -101,22 +123,7 @@ struct Chaos: AsyncParsableCommand {
             checked = .failure(error)
         }
         for client in sdkClients { client.stop() }
-        await writer.shutdown()
-        for server in servers { await server.shutDown() }
-        try? FileManager.default.removeItem(atPath: root)
-        for line in report.describe() { console.line(line) }
-        if json { try console.emit(report) }
-        try outcome.get()
-        try checked.get()
-        if report.lostAcknowledgedWrites > 0 {
-            throw LoadError.check("\(report.lostAcknowledgedWrites) acknowledged writes are missing")
-        }
-        let problems = report.clients.flatMap(\.problems)
-        if !problems.isEmpty { throw LoadError.check(problems.joined(separator: "; ")) }
-        if let behind = report.clientsMissingWrites.firstIndex(where: { $0 > 0 }) {
-            throw LoadError.check(
-                "client \(behind) never saw \(report.clientsMissingWrites[behind]) of the acknowledged writes")
-        }
+        return (report, outcome.flatMap { checked })
     }
 
     /// Once every node runs again: waits (up to 60 s) until every SDK client has seen every
@@ -216,7 +223,7 @@ enum ChaosFault: String, CaseIterable, Encodable {
     case kill, pause, stop
 }
 
-struct ChaosReport: Encodable {
+struct ChaosReport: ScenarioReport {
     var nodes: Int
     var seconds: Double
     var seed: UInt64

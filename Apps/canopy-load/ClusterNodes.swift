@@ -4,11 +4,12 @@ import Foundation
 /// advertising its own loopback address.
 enum ClusterNodes {
     /// Starts `count` nodes named `<prefix>-node1`, … on ports `firstPort`, `firstPort + 1`, …,
-    /// with their data folders under a new temporary folder; returns them and that folder.
-    /// `binary` defaults to the canopy-server beside canopy-load, then on PATH.
+    /// with their data folders under a new temporary folder, and says so on `console` (with `note`
+    /// after). `binary` defaults to the canopy-server beside canopy-load, then on PATH.
     static func start(
-        count: Int, binary: String?, store: String, firstPort: Int, leaseSeconds: Double, prefix: String
-    ) async throws -> (nodes: [LaunchedServer], folder: String) {
+        count: Int, binary: String?, store: String, firstPort: Int, leaseSeconds: Double, prefix: String,
+        console: Console, note: String = ""
+    ) async throws -> LaunchedServers {
         let binary =
             try binary
             ?? ChildProcess.locate("canopy-server", preferring: [ChildProcess.ownFolder].compactMap { $0 })
@@ -29,11 +30,12 @@ enum ClusterNodes {
             do {
                 try await node.start()
             } catch {
-                for started in nodes { await started.shutDown() }
+                await LaunchedServers(nodes, folder: root).shutDown()
                 throw error
             }
             nodes.append(node)
         }
-        return (nodes, root)
+        console.line("started \(count) nodes on ports \(firstPort)–\(firstPort + count - 1) over \(store)" + note)
+        return LaunchedServers(nodes, folder: root)
     }
 }

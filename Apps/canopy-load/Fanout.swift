@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import ProcessResources
 import Synchronization
 
 /// Events per second fanned out from one writer to many listeners, with write-to-event latency,
@@ -58,26 +57,14 @@ struct Fanout: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let console = Console(json: json)
-        try FileLimit.check(connections: listeners + 2, what: "\(listeners) listeners")
-        let machine = MachineInfo.current()
-        console.line(machine.describe)
+        let run = try ScenarioRun(json: json, connections: listeners + 2, what: "\(listeners) listeners")
+        let (console, machine) = (run.console, run.machine)
         let plan = FanoutPlan(
             listeners: listeners, rate: rate, duration: duration, padding: padding, drainTimeout: drainTimeout)
-        let launched = try await launchOptions.start(at: try options.endpoint(), console: console)
-        let serverPid = launchOptions.serverPid
-        console.line("fanout: \(listeners) listeners, \(rate) writes/s for \(duration) s against \(options.server)")
-        let canopy: FanoutResult
-        do {
-            try await options.checkReachable()
-            canopy = try await runCanopy(plan, console: console) {
-                launched?.cpuSeconds ?? serverPid.flatMap(ProcessCPU.seconds(of:))
-            }
-        } catch {
-            await launched?.shutDown()
-            throw error
+        let canopy = try await run.withServer(options, launchOptions) { server in
+            console.line("fanout: \(listeners) listeners, \(rate) writes/s for \(duration) s against \(options.server)")
+            return try await runCanopy(plan, console: console, serverCPU: server.cpuSeconds)
         }
-        await launched?.shutDown()
         for line in canopy.describe() { console.line(line) }
 
         var redisResult: FanoutResult?

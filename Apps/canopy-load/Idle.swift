@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import ProcessResources
 import Synchronization
 
 /// Server memory per idle connection.
@@ -22,46 +21,28 @@ struct Idle: AsyncParsableCommand {
 
     func validate() throws {
         guard connections > 0 else { throw ValidationError("--connections must be positive") }
-        guard launchOptions.launch || launchOptions.serverPid != nil else {
-            throw ValidationError("give --server-pid (the server's process id) or --launch")
-        }
+        try launchOptions.validateServerProcess()
         _ = try options.endpoint()
     }
 
     func run() async throws {
-        let console = Console(json: json)
-        try FileLimit.check(connections: connections + 1, what: "\(connections) idle connections")
-        let machine = MachineInfo.current()
-        console.line(machine.describe)
-        let launched = try await launchOptions.start(at: try options.endpoint(), console: console)
-        let result: IdleReport
-        do {
-            guard let pid = launched?.pid ?? launchOptions.serverPid else {
-                throw ValidationError("give --server-pid (the server's process id) or --launch")
-            }
-            result = try await measure(serverPid: pid, machine: machine, console: console)
-        } catch {
-            await launched?.shutDown()
-            throw error
+        let run = try ScenarioRun(json: json, connections: connections + 1, what: "\(connections) idle connections")
+        let report = try await run.withServer(options, launchOptions) { server in
+            try await measure(server, machine: run.machine, console: run.console)
         }
-        await launched?.shutDown()
-        console.line(
-            String(
-                format: "idle connections: %d, server RSS %.1f MB → %.1f MB: %.1f KB per connection",
-                connections, Double(result.rssBeforeBytes) / 1e6, Double(result.rssAfterBytes) / 1e6,
-                result.bytesPerConnection / 1024))
-        try console.emit(result)
+        try run.report(report)
     }
 
-    private func measure(serverPid: Int32, machine: MachineInfo, console: Console) async throws -> IdleReport {
-        try await options.checkReachable()
+    private func measure(
+        _ server: ServersUnderLoad, machine: MachineInfo, console: Console
+    ) async throws -> IdleReport {
         let tally = Tally()
         // Warm up: one connection so lazily created server state does not count as per-connection cost.
         let warm = try await options.connect { IgnoringSession(onHello: { tally.finish(with: makeHistogram()) }) }
         await tally.waitForSessions(1)
         defer { warm.close() }
         try await Task.sleep(for: .seconds(1))
-        let before = try ProcessMemory.residentBytes(of: serverPid)
+        let before = try server.residentBytes()
         console.line("idle: opening \(connections) connections to \(options.server)")
         let started = monotonicNanoseconds()
         let connections = connections
@@ -77,7 +58,7 @@ struct Idle: AsyncParsableCommand {
         defer { for connection in open { connection.close() } }
         let connectSeconds = Double(monotonicNanoseconds() - started) / 1e9
         try await Task.sleep(for: .seconds(2))
-        let after = try ProcessMemory.residentBytes(of: serverPid)
+        let after = try server.residentBytes()
         return IdleReport(
             scenario: "idle", server: options.server, connections: connections, machine: machine,
             connectSeconds: connectSeconds, rssBeforeBytes: before, rssAfterBytes: after,
@@ -86,7 +67,7 @@ struct Idle: AsyncParsableCommand {
 }
 
 /// The `--json` object of an `idle` run.
-struct IdleReport: Encodable {
+struct IdleReport: ScenarioReport {
     var scenario: String
     var server: String
     var connections: Int
@@ -96,4 +77,12 @@ struct IdleReport: Encodable {
     var rssBeforeBytes: Int
     var rssAfterBytes: Int
     var bytesPerConnection: Double
+
+    func describe() -> [String] {
+        [
+            String(
+                format: "idle connections: %d, server RSS %.1f MB → %.1f MB: %.1f KB per connection", connections,
+                Double(rssBeforeBytes) / 1e6, Double(rssAfterBytes) / 1e6, bytesPerConnection / 1024)
+        ]
+    }
 }

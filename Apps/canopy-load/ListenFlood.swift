@@ -53,38 +53,24 @@ struct ListenFlood: AsyncParsableCommand {
         guard baselineSeconds > 0, timeout > 0 else {
             throw ValidationError("--baseline-seconds and --timeout must be positive")
         }
-        guard launchOptions.launch || launchOptions.serverPid != nil else {
-            throw ValidationError("give --server-pid (the server's process id) or --launch")
-        }
+        try launchOptions.validateServerProcess()
         _ = try options.endpoint()
     }
 
     func run() async throws {
-        let console = Console(json: json)
-        try FileLimit.check(connections: 4, what: "listen-flood")
-        let machine = MachineInfo.current()
-        console.line(machine.describe)
-        let launched = try await launchOptions.start(
-            at: try options.endpoint(), console: console,
-            serverArguments: ["--max-listens-per-connection", String(maxListensPerConnection)])
-        let result: ListenFloodReport
-        do {
-            guard let pid = launched?.pid ?? launchOptions.serverPid else {
-                throw ValidationError("give --server-pid (the server's process id) or --launch")
-            }
-            result = try await measure(serverPid: pid, machine: machine, console: console)
-        } catch {
-            await launched?.shutDown()
-            throw error
+        let run = try ScenarioRun(json: json, connections: 4, what: "listen-flood")
+        let report = try await run.withServer(
+            options, launchOptions, serverArguments: ["--max-listens-per-connection", String(maxListensPerConnection)]
+        ) { server in
+            try await measure(server, machine: run.machine, console: run.console)
         }
-        await launched?.shutDown()
-        for line in result.describe() { console.line(line) }
-        try console.emit(result)
+        try run.report(report)
     }
 
-    private func measure(serverPid: Int32, machine: MachineInfo, console: Console) async throws -> ListenFloodReport {
-        try await options.checkReachable()
-        let memory = try PeakMemorySampler(pid: serverPid)
+    private func measure(
+        _ server: ServersUnderLoad, machine: MachineInfo, console: Console
+    ) async throws -> ListenFloodReport {
+        let memory = try server.sampleMemory()
         let rest = RESTWriter(server: options.server, namespace: options.namespace, token: options.authToken)
         do {
             try await rest.put("load/other", json: #"{"note":"unrelated to the flood"}"#, until: deadline(seconds: 30))
@@ -97,13 +83,13 @@ struct ListenFlood: AsyncParsableCommand {
         let writes = PhasedLatencies(phases: 3)
         let reads = PhasedLatencies(phases: 3)
         let tally = FloodTally()
-        let server = options.server
+        let address = options.server
         // A writer or reader the server refuses measures nothing: the run ends at once.
         let refused: @Sendable () -> LoadError? = {
             for (what, latencies) in [("writes", writes), ("reads", reads)] {
                 let refusals = latencies.refusals.byStatus
                 guard refusals.isEmpty else {
-                    return .refused(what: what, refusals: refusals, total: Int(latencies.count), server: server)
+                    return .refused(what: what, refusals: refusals, total: Int(latencies.count), server: address)
                 }
             }
             return nil
@@ -124,7 +110,7 @@ struct ListenFlood: AsyncParsableCommand {
                 try await options.connect {
                     RequestLoopSession(latencies: reads) { Requests.get($0, path: "/load/other") }
                 })
-            let cpuStart = ProcessCPU.seconds(of: serverPid)
+            let cpuStart = server.cpuSeconds()
             console.line(
                 "listen-flood: \(baselineSeconds) s before the flood: one connection writing load/flood/x, one "
                     + "reading /load/other, one request at a time each, against \(options.server)")
@@ -132,7 +118,7 @@ struct ListenFlood: AsyncParsableCommand {
                 baselineSeconds, "before", writes: writes, reads: reads, console: console, failure: refused)
             let metricsBefore = try await MetricsSnapshot.read(from: options.server)
             let rssBefore = memory.latestBytes
-            let cpuBefore = ProcessCPU.seconds(of: serverPid)
+            let cpuBefore = server.cpuSeconds()
             console.line(
                 "listen-flood: before: write \(writes.figures(Self.before).describe()); read "
                     + "\(reads.figures(Self.before).describe())")
@@ -164,7 +150,7 @@ struct ListenFlood: AsyncParsableCommand {
             let lastAnswer = tally.lastAnswerAt.load(ordering: .relaxed)
             let floodSeconds =
                 Double((lastAnswer > floodStarted ? lastAnswer : monotonicNanoseconds()) - floodStarted) / 1e9
-            let cpuFlood = ProcessCPU.seconds(of: serverPid)
+            let cpuFlood = server.cpuSeconds()
             let rssAfterFlood = memory.latestBytes
             let metricsFlood = try await MetricsSnapshot.read(from: options.server)
             console.line(
@@ -177,7 +163,7 @@ struct ListenFlood: AsyncParsableCommand {
             if !otherStatuses.isEmpty {
                 throw LoadError.refused(
                     what: "listens", refusals: otherStatuses, total: tally.answered.load(ordering: .relaxed),
-                    server: server)
+                    server: address)
             }
 
             // After it, its listens still held.
@@ -335,7 +321,7 @@ struct PhaseLatencyFigures: Encodable {
 }
 
 /// The `--json` object of a `listen-flood` run.
-struct ListenFloodReport: Encodable {
+struct ListenFloodReport: ScenarioReport {
     var scenario: String
     var server: String
     var machine: MachineInfo

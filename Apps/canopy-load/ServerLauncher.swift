@@ -36,12 +36,22 @@ struct LaunchOptions: ParsableArguments {
     @Option(help: "Process id of a canopy-server not started by the tool, to read its CPU time and memory from /proc.")
     var serverPid: Int32?
 
-    /// Starts the server when `--launch` was given; `serverArguments` are added to its command line
-    /// (the limits a scenario sets, such as `--max-listens-per-connection`).
+    /// What a scenario that reads the server's memory says without a server process to read.
+    static var noServerProcess: ValidationError {
+        ValidationError("give --server-pid (the server's process id) or --launch")
+    }
+
+    /// Refuses a scenario that reads the server's memory with neither `--launch` nor `--server-pid`.
+    func validateServerProcess() throws {
+        guard launch || serverPid != nil else { throw Self.noServerProcess }
+    }
+
+    /// Starts the server when `--launch` was given (none otherwise); `serverArguments` are added to
+    /// its command line (the limits a scenario sets, such as `--max-listens-per-connection`).
     func start(
         at address: (host: String, port: Int), console: Console, serverArguments: [String] = []
-    ) async throws -> LaunchedServer? {
-        guard launch else { return nil }
+    ) async throws -> LaunchedServers {
+        guard launch else { return LaunchedServers() }
         let binary =
             try serverBinary
             ?? ChildProcess.locate("canopy-server", preferring: [ChildProcess.ownFolder].compactMap { $0 })
@@ -78,7 +88,7 @@ struct LaunchOptions: ParsableArguments {
                 address.port, seconds, inMemory ? "in memory" : folder,
                 tls.isEmpty ? "" : ", TLS with a throwaway certificate",
                 serverArguments.isEmpty ? "" : ", " + serverArguments.joined(separator: " ")))
-        return server
+        return LaunchedServers([server])
     }
 }
 

@@ -63,9 +63,7 @@ struct SlowReaders: AsyncParsableCommand {
         guard duration > 0, baselineSeconds > 0 else {
             throw ValidationError("--duration and --baseline-seconds must be positive")
         }
-        guard launchOptions.launch || launchOptions.serverPid != nil else {
-            throw ValidationError("give --server-pid (the server's process id) or --launch")
-        }
+        try launchOptions.validateServerProcess()
         if !launchOptions.launch, maxPendingOutboundBytes != nil || maxTotalPendingOutboundBytes != nil {
             throw ValidationError("--max-pending-outbound-bytes and --max-total-pending-outbound-bytes need --launch")
         }
@@ -85,31 +83,19 @@ struct SlowReaders: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let console = Console(json: json)
-        try FileLimit.check(
-            connections: stalled + streams + writers + 2, what: "\(stalled + streams) stalled readers")
-        let machine = MachineInfo.current()
-        console.line(machine.describe)
-        let launched = try await launchOptions.start(
-            at: try options.endpoint(), console: console, serverArguments: serverArguments)
-        let result: SlowReadersReport
-        do {
-            guard let pid = launched?.pid ?? launchOptions.serverPid else {
-                throw ValidationError("give --server-pid (the server's process id) or --launch")
-            }
-            result = try await measure(serverPid: pid, machine: machine, console: console)
-        } catch {
-            await launched?.shutDown()
-            throw error
+        let run = try ScenarioRun(
+            json: json, connections: stalled + streams + writers + 2, what: "\(stalled + streams) stalled readers")
+        let report = try await run.withServer(options, launchOptions, serverArguments: serverArguments) { server in
+            try await measure(server, machine: run.machine, console: run.console)
         }
-        await launched?.shutDown()
-        for line in result.describe() { console.line(line) }
-        try console.emit(result)
+        try run.report(report)
     }
 
-    private func measure(serverPid: Int32, machine: MachineInfo, console: Console) async throws -> SlowReadersReport {
+    private func measure(
+        _ server: ServersUnderLoad, machine: MachineInfo, console: Console
+    ) async throws -> SlowReadersReport {
         let (host, port) = try options.endpoint()
-        let memory = try PeakMemorySampler(pid: serverPid)
+        let memory = try server.sampleMemory()
         let rssStart = memory.latestBytes
         let latencies = PhasedLatencies(phases: 2)
         let hotWriter = HotWriter()
@@ -135,7 +121,7 @@ struct SlowReaders: AsyncParsableCommand {
             await memory.stop()
         }
         do {
-            let cpuStart = ProcessCPU.seconds(of: serverPid)
+            let cpuStart = server.cpuSeconds()
             // The unloaded baseline: the healthy writers and the hot writer, nobody listening.
             console.line(
                 "slow-readers: unloaded baseline for \(baselineSeconds) s: \(writers) writers (one write in flight "
@@ -151,7 +137,7 @@ struct SlowReaders: AsyncParsableCommand {
             }) {
                 try await Task.sleep(for: .seconds(baselineSeconds))
             }
-            let cpuUnloaded = ProcessCPU.seconds(of: serverPid)
+            let cpuUnloaded = server.cpuSeconds()
             let rssUnloaded = memory.latestBytes
             let metricsBefore = try await MetricsSnapshot.read(from: options.server)
             let openBefore = metricsBefore.connectionsOpen ?? 0
@@ -214,7 +200,7 @@ struct SlowReaders: AsyncParsableCommand {
             }) {
                 while monotonicNanoseconds() < stallEnd { try? await Task.sleep(for: .milliseconds(50)) }
             }
-            let cpuStall = ProcessCPU.seconds(of: serverPid)
+            let cpuStall = server.cpuSeconds()
             latencies.stop()
             hotWriter.stop()
             try await hotWrites.value
@@ -433,7 +419,7 @@ final class MetricsWatch: Sendable {
 }
 
 /// The `--json` object of a `slow-readers` run.
-struct SlowReadersReport: Encodable {
+struct SlowReadersReport: ScenarioReport {
     var scenario: String
     var server: String
     var machine: MachineInfo

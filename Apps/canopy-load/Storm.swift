@@ -112,12 +112,38 @@ struct Storm: AsyncParsableCommand {
     var mode: String { restart.map { "restart-\($0.rawValue)" } ?? "cut" }
 
     func run() async throws {
-        let console = Console(json: json)
-        try FileLimit.check(connections: clients, what: "\(clients) clients")
-        let machine = MachineInfo.current()
-        console.line(machine.describe)
+        let run = try ScenarioRun(json: json, connections: clients, what: "\(clients) clients")
         let endpoint = try options.endpoint()
-        let servers = try await startServers(at: endpoint, console: console)
+        let report = try await run.withServers(
+            launching: { try await startServers(at: endpoint, console: run.console) }, reachableAt: options,
+            givenPid: launchOptions.serverPid
+        ) { servers in
+            try await measure(servers, machine: run.machine, console: run.console)
+        }
+        try run.console.emit(report)
+        // A script can tell a storm some clients did not come back from by the exit status alone.
+        if !report.allBack { throw ExitCode(2) }
+    }
+
+    /// The server the tool starts with --launch, or the nodes with --nodes (and the folder of their
+    /// data folders); none without --launch.
+    private func startServers(
+        at endpoint: (host: String, port: Int), console: Console
+    ) async throws -> LaunchedServers {
+        guard nodes > 1, let store = launchOptions.serverStore else {
+            return try await launchOptions.start(at: endpoint, console: console)
+        }
+        return try await ClusterNodes.start(
+            count: nodes, binary: launchOptions.serverBinary, store: store, firstPort: endpoint.port,
+            leaseSeconds: leaseDuration, prefix: "storm", console: console)
+    }
+
+    /// Seeds the data, connects every client and runs the rounds; the clients are stopped however
+    /// it ends.
+    private func measure(
+        _ servers: ServersUnderLoad, machine: MachineInfo, console: Console
+    ) async throws -> StormReport {
+        let endpoint = try options.endpoint()
         let tally = StormTally()
         let callbacks = DispatchQueue(label: "canopy-load.sdk-callbacks")
         let clientList: [any StormParticipant] = (0..<clients).map { index in
@@ -138,15 +164,12 @@ struct Storm: AsyncParsableCommand {
             for task in tasks { task.cancel() }
             for task in tasks { await task.value }
             await writer.shutdown()
-            for server in servers.list { await server.shutDown() }
-            if let folder = servers.folder { try? FileManager.default.removeItem(atPath: folder) }
         }
         let report: StormReport
         do {
             console.line(
                 "storm: \(clients) clients × 2 listens (own location, \(payload) bytes; one shared), \(mode), "
                     + "\(rounds) round(s), against \(options.server)")
-            try await options.checkReachable()
             try await seed(writer)
             let connectStarted = monotonicNanoseconds()
             try await connect(clientList, tasks: &tasks, tally: tally, console: console)
@@ -156,7 +179,7 @@ struct Storm: AsyncParsableCommand {
             for round in 1...rounds {
                 try await Task.sleep(for: .seconds(1))
                 let result = try await storm(
-                    round: round, clients: clientList, tally: tally, servers: servers.list, writer: writer,
+                    round: round, clients: clientList, tally: tally, servers: servers, writer: writer,
                     console: console)
                 for line in result.describe() { console.line(line) }
                 results.append(result)
@@ -176,24 +199,7 @@ struct Storm: AsyncParsableCommand {
             throw error
         }
         await stopAll()
-        try console.emit(report)
-        // A script can tell a storm some clients did not come back from by the exit status alone.
-        if !report.allBack { throw ExitCode(2) }
-    }
-
-    /// The server the tool starts with --launch, or the nodes with --nodes (and the folder of their
-    /// data folders); none without --launch.
-    private func startServers(
-        at endpoint: (host: String, port: Int), console: Console
-    ) async throws -> (list: [LaunchedServer], folder: String?) {
-        guard nodes > 1, let store = launchOptions.serverStore else {
-            return (try await launchOptions.start(at: endpoint, console: console).map { [$0] } ?? [], nil)
-        }
-        let (list, folder) = try await ClusterNodes.start(
-            count: nodes, binary: launchOptions.serverBinary, store: store, firstPort: endpoint.port,
-            leaseSeconds: leaseDuration, prefix: "storm")
-        console.line("started \(nodes) nodes on ports \(endpoint.port)–\(endpoint.port + nodes - 1) over \(store)")
-        return (list, folder)
+        return report
     }
 
     /// Writes every client's own data and the shared location (round 0), replacing `storm`.
@@ -244,14 +250,11 @@ struct Storm: AsyncParsableCommand {
 
     /// One storm: the cut or restart, the write after it, and the wait for every client.
     private func storm(
-        round: Int, clients clientList: [any StormParticipant], tally: StormTally, servers: [LaunchedServer],
+        round: Int, clients clientList: [any StormParticipant], tally: StormTally, servers underLoad: ServersUnderLoad,
         writer: RESTWriter, console: Console
     ) async throws -> StormRound {
-        let serverPid = launchOptions.serverPid
-        func serverCPU() -> Double? {
-            guard !servers.isEmpty else { return serverPid.flatMap(ProcessCPU.seconds(of:)) }
-            return servers.reduce(0) { $0 + ($1.cpuSeconds ?? 0) }
-        }
+        let servers = underLoad.launched
+        let serverCPU = underLoad.cpuSeconds
         // The server to restart: the only one, or the node serving the namespace.
         let server = servers.count > 1 ? try await owner(among: servers, writer: writer) : servers.first
         // The round's write goes through a node still running; a redirect to the stopped one is retried.

@@ -1,9 +1,5 @@
 import ArgumentParser
-import AsyncHTTPClient
 import Foundation
-import NIOCore
-import NIOHTTP1
-import Synchronization
 
 /// Takeover time in a cluster: the process serving a namespace is killed (SIGKILL) while a writer
 /// keeps writing through REST; measured from the kill to the first write the next owner
@@ -42,35 +38,23 @@ struct Takeover: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let console = Console(json: json)
-        console.line(MachineInfo.current().describe)
-        let (servers, root) = try await ClusterNodes.start(
-            count: nodes, binary: serverBinary, store: store, firstPort: port, leaseSeconds: leaseDuration,
-            prefix: "takeover")
-        console.line("started \(nodes) nodes on ports \(port)–\(port + nodes - 1) over \(store)")
-        let writer = ClusterWriter(ports: servers.map(\.port))
-        let writing = Task { await writer.run() }
-        let result: TakeoverResult
-        do {
-            result = try await measure(servers, writer: writer, console: console)
-        } catch {
-            writing.cancel()
-            await writing.value
-            await writer.shutdown()
-            for server in servers { await server.shutDown() }
-            throw error
+        let run = try ScenarioRun(json: json)
+        let result = try await run.withServers(launching: {
+            try await ClusterNodes.start(
+                count: nodes, binary: serverBinary, store: store, firstPort: port, leaseSeconds: leaseDuration,
+                prefix: "takeover", console: run.console)
+        }) { cluster in
+            try await ClusterWriter.writing(to: cluster.launched.map(\.port)) { writer in
+                var result = try await measure(cluster.launched, writer: writer, console: run.console)
+                await writer.stopWriting()
+                result.lostAcknowledgedWrites = try await writer.missing()
+                return result
+            }
         }
-        writing.cancel()
-        await writing.value
-        let lost = try await writer.missing()
-        await writer.shutdown()
-        for server in servers { await server.shutDown() }
-        try? FileManager.default.removeItem(atPath: root)
-        var final = result
-        final.lostAcknowledgedWrites = lost
-        for line in final.describe() { console.line(line) }
-        if json { try console.emit(final) }
-        if lost > 0 { throw LoadError.check("\(lost) acknowledged writes are missing") }
+        try run.report(result)
+        if result.lostAcknowledgedWrites > 0 {
+            throw LoadError.check("\(result.lostAcknowledgedWrites) acknowledged writes are missing")
+        }
     }
 
     private func measure(
@@ -101,7 +85,7 @@ struct Takeover: AsyncParsableCommand {
     }
 }
 
-struct TakeoverResult: Encodable {
+struct TakeoverResult: ScenarioReport {
     var nodes: Int
     var kills: Int
     var leaseSeconds: Double
@@ -123,132 +107,5 @@ struct TakeoverResult: Encodable {
                 kills, percentile(0.5), percentile(0.99), takeoverMilliseconds.max() ?? 0, leaseSeconds),
             "acknowledged writes: \(acknowledgedWrites), missing at the end: \(lostAcknowledgedWrites)",
         ]
-    }
-}
-
-/// One REST writer over the cluster's nodes: puts `w<n>` one after another, following 307s to the
-/// owner and moving to the next node when one does not answer.
-final class ClusterWriter: Sendable {
-    private let ports: [Int]
-    private let namespace: String
-    private let requestTimeout: Duration
-    private let client: HTTPClient
-    private let state = Mutex(State())
-
-    private struct State {
-        var current = 0
-        var acknowledged: [Int] = []
-        var lastAcknowledgement: UInt64 = 0
-        var lastAcknowledgingPort = 0
-    }
-
-    /// A node that has not answered a write within `requestTimeout` (a paused one) is left for the next.
-    init(ports: [Int], namespace: String = "takeover", requestTimeout: Duration = .seconds(10)) {
-        self.ports = ports
-        self.namespace = namespace
-        self.requestTimeout = requestTimeout
-        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
-        configuration.timeout.connect = .milliseconds(250)
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-    }
-
-    var acknowledged: Int { state.withLock { $0.acknowledged.count } }
-    var lastAcknowledgement: UInt64 { state.withLock { $0.lastAcknowledgement } }
-    var lastAcknowledgingPort: Int { state.withLock { $0.lastAcknowledgingPort } }
-
-    func run() async {
-        var sequence = 0
-        while !Task.isCancelled {
-            if await put(sequence) {
-                let now = monotonicNanoseconds()
-                let port = ports[state.withLock { $0.current }]
-                state.withLock { state in
-                    state.acknowledged.append(sequence)
-                    state.lastAcknowledgement = now
-                    state.lastAcknowledgingPort = port
-                }
-            }
-            sequence += 1
-        }
-    }
-
-    /// Whether a node acknowledged write `sequence` (after redirects and moves).
-    private func put(_ sequence: Int) async -> Bool {
-        for _ in 0..<1000 where !Task.isCancelled {
-            let port = ports[state.withLock { $0.current }]
-            var request = HTTPClientRequest(
-                url: "http://127.0.0.1:\(port)/w\(sequence).json?ns=\(namespace)&print=silent")
-            request.method = .PUT
-            request.body = .bytes(ByteBuffer(string: "\(sequence)"))
-            do {
-                let response = try await client.execute(request, timeout: .init(requestTimeout))
-                _ = try? await response.body.collect(upTo: 1 << 16)
-                switch response.status.code {
-                case 200..<300:
-                    return true
-                case 307:
-                    let location = response.headers.first(name: "Location").flatMap(URLComponents.init(string:))
-                    if let owner = location?.port, let index = ports.firstIndex(of: owner) {
-                        state.withLock { $0.current = index }
-                    }
-                case 503:
-                    try? await Task.sleep(for: .milliseconds(5))
-                default:
-                    return false
-                }
-            } catch {
-                state.withLock { $0.current = ($0.current + 1) % ports.count }
-                try? await Task.sleep(for: .milliseconds(5))
-            }
-        }
-        return false
-    }
-
-    /// Waits until `condition` holds for the count of acknowledged writes.
-    func waitUntil(timeout: Duration, _ condition: (Int) -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while !condition(acknowledged) {
-            guard ContinuousClock.now < deadline else {
-                throw LoadError.check("no write was acknowledged for \(timeout)")
-            }
-            try await Task.sleep(for: .milliseconds(1))
-        }
-    }
-
-    /// How many acknowledged writes the namespace lacks, read through the owner.
-    func missing() async throws -> Int {
-        let stored = try await read("") as? [String: Any] ?? [:]
-        return state.withLock { $0.acknowledged }.count { stored["w\($0)"] == nil }
-    }
-
-    /// The writes acknowledged so far, in order.
-    var acknowledgedSequence: [Int] { state.withLock { $0.acknowledged } }
-
-    /// The value at `path` (`""`: the namespace), read through the owner, as JSONSerialization
-    /// gives it (`nil` for no data).
-    func read(_ path: String) async throws -> Any? {
-        var port = ports[state.withLock { $0.current }]
-        for _ in 0..<10 {
-            let response = try await client.execute(
-                HTTPClientRequest(url: "http://127.0.0.1:\(port)/\(path).json?ns=\(namespace)"), timeout: .seconds(60))
-            let body = try await response.body.collect(upTo: 1 << 30)
-            if response.status.code == 307,
-                let owner = response.headers.first(name: "Location").flatMap(URLComponents.init(string:))?.port
-            {
-                port = owner
-                continue
-            }
-            guard response.status.code == 200 else {
-                throw LoadError.check("reading /\(path) back answered \(response.status.code)")
-            }
-            let value = try JSONSerialization.jsonObject(
-                with: Data(String(buffer: body).utf8), options: .fragmentsAllowed)
-            return value is NSNull ? nil : value
-        }
-        throw LoadError.check("reading /\(path) back was redirected too often")
-    }
-
-    func shutdown() async {
-        try? await client.shutdown()
     }
 }

@@ -38,18 +38,17 @@ struct TreeLoad: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let console = Console(json: json)
-        let machine = MachineInfo.current()
-        console.line(machine.describe)
+        let run = try ScenarioRun(json: json)
+        let console = run.console
         let binary =
             try serverBinary
             ?? ChildProcess.locate("canopy-server", preferring: [ChildProcess.ownFolder].compactMap { $0 })
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
         var figures: [TreeLoadFigure] = []
         do {
-            figures.append(try await measure(store: nil, binary: binary, client: client, console: console))
+            figures.append(try await measure(store: nil, binary: binary, client: client, run: run))
             if let postgres {
-                figures.append(try await measure(store: postgres, binary: binary, client: client, console: console))
+                figures.append(try await measure(store: postgres, binary: binary, client: client, run: run))
             }
         } catch {
             try? await client.shutdown()
@@ -62,14 +61,15 @@ struct TreeLoad: AsyncParsableCommand {
                     format: "PostgreSQL / SQLite (median load time): %.2f×",
                     figures[1].medianMilliseconds / figures[0].medianMilliseconds))
         }
-        try console.emit(TreeLoadReport(scenario: "tree-load", leaves: leaves, machine: machine, stores: figures))
+        try console.emit(TreeLoadReport(scenario: "tree-load", leaves: leaves, machine: run.machine, stores: figures))
     }
 
     /// Fills a namespace on `store` (`nil`: SQLite in a temporary folder), then times `rounds`
     /// loads of it, each after a restart.
     private func measure(
-        store: String?, binary: String, client: HTTPClient, console: Console
+        store: String?, binary: String, client: HTTPClient, run: ScenarioRun
     ) async throws -> TreeLoadFigure {
+        let console = run.console
         let name = store == nil ? "SQLite" : "PostgreSQL"
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
             "canopy-tree-load-\(ProcessInfo.processInfo.processIdentifier)-\(name)"
@@ -81,8 +81,10 @@ struct TreeLoad: AsyncParsableCommand {
             extraArguments: storeArguments)
         let namespace = "treeload\(ProcessInfo.processInfo.processIdentifier)"
         let base = "http://127.0.0.1:\(port)"
-        try await server.start()
-        do {
+        let loads = try await run.withServers(launching: {
+            try await server.start()
+            return LaunchedServers([server])
+        }) { _ in
             let filled = monotonicNanoseconds()
             var written = 0
             var node = 0
@@ -111,14 +113,11 @@ struct TreeLoad: AsyncParsableCommand {
                 console.progress("\(name): load \(round) of \(rounds): " + String(format: "%.0f ms", took))
             }
             try await Self.request(client, .DELETE, "\(base)/.json?ns=\(namespace)&print=silent")
-            await server.shutDown()
-            let figure = TreeLoadFigure(store: name, loadMilliseconds: loads, leaves: leaves)
-            console.line(figure.describe())
-            return figure
-        } catch {
-            await server.shutDown()
-            throw error
+            return loads
         }
+        let figure = TreeLoadFigure(store: name, loadMilliseconds: loads, leaves: leaves)
+        console.line(figure.describe())
+        return figure
     }
 
     /// Sends one request and returns the body of its 2xx answer.

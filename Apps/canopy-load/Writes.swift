@@ -42,23 +42,11 @@ struct Writes: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let console = Console(json: json)
-        try FileLimit.check(connections: connections + 2, what: "\(connections) writers")
-        let machine = MachineInfo.current()
-        console.line(machine.describe)
-        let launched = try await launchOptions.start(at: try options.endpoint(), console: console)
-        let serverPid = launchOptions.serverPid
-        let result: WritesResult
-        do {
-            try await options.checkReachable()
-            result = try await measure(console: console) {
-                launched?.cpuSeconds ?? serverPid.flatMap(ProcessCPU.seconds(of:))
-            }
-        } catch {
-            await launched?.shutDown()
-            throw error
+        let run = try ScenarioRun(json: json, connections: connections + 2, what: "\(connections) writers")
+        let (console, machine) = (run.console, run.machine)
+        let result = try await run.withServer(options, launchOptions) { server in
+            try await measure(console: console, serverCPU: server.cpuSeconds)
         }
-        await launched?.shutDown()
         for line in result.describe() { console.line(line) }
         let refused = LoadError.refused(
             what: "writes", refusals: result.refusedWrites, total: result.ackedWrites + result.refused,

@@ -1,0 +1,4 @@
+/// A scenario's figures: lines for people, and the `--json` object.
+protocol ScenarioReport: Encodable {
+    func describe() -> [String]
+}
