@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "ClientCache", targets: ["ClientCache"]),
         .library(name: "PostgresStore", targets: ["PostgresStore"]),
         .library(name: "Transport", targets: ["Transport"]),
+        .library(name: "RealtimeClientSocket", targets: ["RealtimeClientSocket"]),
         .library(name: "Presence", targets: ["Presence"]),
         .library(name: "Auth", targets: ["Auth"]),
         .library(name: "CanopyServer", targets: ["CanopyServer"]),
@@ -71,7 +72,7 @@ let package = Package(
         .target(
             name: "Canopy",
             dependencies: [
-                "Tree", "Query", "SyncEngine", "Transport", "ClientCache",
+                "Tree", "Query", "SyncEngine", "Transport", "RealtimeClientSocket", "ClientCache",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Modules/Canopy",
@@ -111,10 +112,11 @@ let package = Package(
             path: "Modules/PostgresStore",
             swiftSettings: swiftSettings
         ),
+        .target(name: "Transport", dependencies: ["Tree"], path: "Modules/Transport", swiftSettings: swiftSettings),
         .target(
-            name: "Transport",
+            name: "RealtimeClientSocket",
             dependencies: [
-                "Tree",
+                "Tree", "Transport",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -124,7 +126,7 @@ let package = Package(
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
             ],
-            path: "Modules/Transport",
+            path: "Modules/RealtimeClientSocket",
             swiftSettings: swiftSettings
         ),
         .target(
@@ -211,7 +213,7 @@ let package = Package(
         .executableTarget(
             name: "canopy-load",
             dependencies: [
-                "Canopy", "Transport", "Tree", "PostgresStore", "ProcessResources",
+                "Canopy", "Transport", "RealtimeClientSocket", "Tree", "PostgresStore", "ProcessResources",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -232,7 +234,7 @@ let package = Package(
         .executableTarget(
             name: "CanopyCLI",
             dependencies: [
-                "Canopy", "Query", "Tree", "Transport",
+                "Canopy", "Query", "Tree", "Transport", "RealtimeClientSocket",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -284,10 +286,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .testTarget(name: "TransportTests", dependencies: ["Tree", "Transport"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "TransportTests",
+            name: "RealtimeClientSocketTests",
             dependencies: [
-                "Tree", "Query", "Transport", "CanopyTesting", "CanopyServer",
+                "Tree", "Transport", "RealtimeClientSocket", "CanopyTesting", "CanopyServer",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -307,7 +310,8 @@ let package = Package(
         .testTarget(
             name: "CanopyTests",
             dependencies: [
-                "Canopy", "CanopyTesting", "CanopyServer", "Auth", "Persistence", "ClientCache", "Transport", "Tree",
+                "Canopy", "CanopyTesting", "CanopyServer", "Auth", "Persistence", "ClientCache", "Transport",
+                "RealtimeClientSocket", "Tree",
                 "canopy-write-probe",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -330,8 +334,8 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "CanopyTesting", "CanopyServer", "Persistence", "ServerStorage", "Presence", "Transport", "Tree",
-                "Query",
+                "CanopyTesting", "CanopyServer", "Persistence", "ServerStorage", "Presence", "Transport",
+                "RealtimeClientSocket", "Tree", "Query",
                 "Auth",
                 "Rules",
                 "ProcessResources",

@@ -69,6 +69,7 @@ let package = Package(
                 .product(name: "CanopyServer", package: "canopy"),
                 .product(name: "CanopyTesting", package: "canopy"),
                 .product(name: "Transport", package: "canopy"),
+                .product(name: "RealtimeClientSocket", package: "canopy"),
                 .product(name: "Tree", package: "canopy"),
                 .product(name: "ProcessResources", package: "canopy"),
                 .product(name: "MallocInterposerSwift", package: "malloc-interposer"),

@@ -4,6 +4,7 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import NIOWebSocket
+import RealtimeClientSocket
 import Transport
 
 /// What one load connection does with the messages it receives. It runs on the connection's event

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOPosix
+import RealtimeClientSocket
 import Synchronization
 import Transport
 import Tree
@@ -40,7 +41,7 @@ struct StormLayout: Sendable {
 
 /// One simulated app for `canopy-load storm`: a raw realtime connection that behaves on reconnect as
 /// the Canopy SDK does (Repo+Connection.swift). It waits the SDK's backoff (``ReconnectBackoff``
-/// from module Transport, the very type the SDK uses) before each new attempt, names its last
+/// from module RealtimeClientSocket, the very type the SDK uses) before each new attempt, names its last
 /// session (`ls=`), sends the stats request, then listens again to its two locations with the hash
 /// of the data it holds for each (`Node.hash`, as the SDK's sync tree computes it), so data that did
 /// not change is not sent again.

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import NIOSSL
-import Transport
+import RealtimeClientSocket
 
 /// Where the database is and who is asking: `--url`, `--token`, `--timeout`, and which TLS
 /// certificates an `https://` server may present: `--ca-file`, `--test-only-pin-sha256`.

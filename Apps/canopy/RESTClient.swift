@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOSSL
+import RealtimeClientSocket
 import Transport
 import Tree
 

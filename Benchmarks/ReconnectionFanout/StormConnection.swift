@@ -1,6 +1,7 @@
 import NIOCore
 import NIOPosix
 import NIOWebSocket
+import RealtimeClientSocket
 import Transport
 
 #if canImport(Glibc)

@@ -2,6 +2,7 @@ import ClientCache
 public import Dispatch
 public import Foundation
 import Logging
+import RealtimeClientSocket
 import Synchronization
 import Transport
 import Tree

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Query
+import RealtimeClientSocket
 import SyncEngine
 import Synchronization
 import Transport

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Logging
 import Query
+import RealtimeClientSocket
 import SyncEngine
 import Synchronization
 import Transport

@@ -1,3 +1,4 @@
+import RealtimeClientSocket
 import SyncEngine
 import Synchronization
 import Transport

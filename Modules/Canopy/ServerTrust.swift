@@ -1,5 +1,5 @@
 public import Foundation
-import Transport
+import RealtimeClientSocket
 
 /// Which TLS certificates the SDK accepts from the server of an `https://` database URL (set
 /// ``Database/serverTrust`` before the database is first used).

@@ -1,9 +1,9 @@
 import CanopyServer
 import CanopyTesting
 import Foundation
+import RealtimeClientSocket
 import Synchronization
 import Testing
-import Transport
 
 @testable import Canopy
 

@@ -2,9 +2,9 @@ import CanopyServer
 import CanopyTesting
 import ClientCache
 import Foundation
+import RealtimeClientSocket
 import Synchronization
 import Testing
-import Transport
 import Tree
 
 @testable import Canopy

@@ -1,5 +1,6 @@
 import CanopyTesting
 import Foundation
+import RealtimeClientSocket
 import Synchronization
 import Testing
 import Transport

@@ -5,6 +5,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOSSL
+import RealtimeClientSocket
 import Testing
 import Transport
 import Tree

@@ -1,5 +1,5 @@
+import RealtimeClientSocket
 import Testing
-import Transport
 
 struct ReconnectBackoffTests {
     @Test func startsAtOneSecondAndGrowsByOnePointThree() {

@@ -1,5 +1,5 @@
+import RealtimeClientSocket
 import Testing
-import Transport
 
 struct RealtimeEndpointTests {
     @Test func readsHostPortAndNamespaceParameter() throws {

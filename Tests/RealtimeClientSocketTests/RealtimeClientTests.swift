@@ -1,4 +1,5 @@
 import CanopyTesting
+import RealtimeClientSocket
 import Testing
 import Transport
 import Tree

@@ -4,6 +4,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import NIOSSL
+import RealtimeClientSocket
 import SwiftASN1
 import Testing
 import Transport

@@ -2,6 +2,7 @@ import CanopyTesting
 import Logging
 import NIOCore
 import NIOPosix
+import RealtimeClientSocket
 import Synchronization
 import Testing
 import Transport

@@ -1,4 +1,5 @@
 public import NIOCore
+public import Transport
 
 extension WebSocketMasking {
     /// Appends one final frame as a client sends it (RFC 6455, section 5.2): `opcode` (the first

@@ -1,3 +1,4 @@
+import RealtimeClientSocket
 import Testing
 import Transport
 import Tree

@@ -1,5 +1,6 @@
 public import Logging
 public import NIOSSL
+public import Transport
 import Tree
 
 /// One realtime-protocol WebSocket connection to a server. Connect with

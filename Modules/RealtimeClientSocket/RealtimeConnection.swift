@@ -3,6 +3,7 @@ import Logging
 import NIOSSL
 import NIOWebSocket
 import Synchronization
+import Transport
 import Tree
 
 /// The running side of one ``RealtimeClient``: a task that holds the WebSocket, reads and
