@@ -8,6 +8,12 @@ import Testing
 import Transport
 import Tree
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The logger the client tests give `RealtimeClient` (quiet unless `CANOPY_TEST_LOG_LEVEL` asks).
 let clientLogger = TestServer.makeLogger(label: "canopy-realtime-client-test")
 
@@ -105,11 +111,43 @@ final class SilentListener: Sendable {
     }
 }
 
-/// A port on 127.0.0.1 where nothing listens (bound, then released).
-func unusedPort() async throws -> Int {
-    let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-        .bind(host: "127.0.0.1", port: 0).get()
-    let port = channel.localAddress?.port ?? 0
-    try await channel.close()
-    return port
+/// A port on 127.0.0.1 where nothing listens: a socket bound to it and never listening, so that
+/// connections are refused and no server started meanwhile (tests run in parallel) can take it.
+struct ReservedPort {
+    let port: Int
+    private let descriptor: Int32
+
+    init() throws {
+        let descriptor = socket(AF_INET, streamSocket, 0)
+        guard descriptor >= 0 else { throw ReservedPortError(call: "socket", errno: errno) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
+            }
+        }
+        guard bound else {
+            close(descriptor)
+            throw ReservedPortError(call: "bind", errno: errno)
+        }
+        self.descriptor = descriptor
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Closes the socket, releasing the port (call it last, so that the port stays reserved).
+    func release() { close(descriptor) }
 }
+
+struct ReservedPortError: Error {
+    var call: String
+    var errno: Int32
+}
+
+#if canImport(Glibc)
+private let streamSocket = Int32(SOCK_STREAM.rawValue)
+#elseif canImport(Darwin)
+private let streamSocket = SOCK_STREAM
+#endif

@@ -86,7 +86,9 @@ struct RealtimeClientTests {
     }
 
     @Test func failsToConnectWhereNothingListens() async throws {
-        let port = try await unusedPort()
+        let reserved = try ReservedPort()
+        defer { reserved.release() }
+        let port = reserved.port
         let endpoint = RealtimeEndpoint(host: "127.0.0.1", port: port, secure: false, namespace: "test")
         do {
             let client = try await RealtimeClient.connect(to: endpoint, timeout: .seconds(20), logger: clientLogger)

@@ -6,9 +6,20 @@ import NIOPosix
 import Synchronization
 
 /// A WebSocket server on 127.0.0.1 written against the bytes, for what a real server never does:
-/// it upgrades every connection, sends the text frames it was given, then keeps the connection
-/// open without answering, and records the text frames clients send.
+/// it upgrades every connection (or answers as told), sends the text frames it was given (and a
+/// close frame, if told), then keeps the connection open without answering, and records the frames
+/// clients send.
 final class ScriptedWebSocketServer: Sendable {
+    /// How the server answers an upgrade request.
+    enum Upgrade: Sendable {
+        /// `101` with the right `Sec-WebSocket-Accept`.
+        case accept
+        /// This response head instead (`HTTP/1.1 101 …` with a wrong accept value, a `404`, …).
+        case respond(String)
+        /// No answer at all.
+        case silence
+    }
+
     let port: Int
     private let channel: any Channel
     private let received: Received
@@ -22,14 +33,18 @@ final class ScriptedWebSocketServer: Sendable {
         self.received = received
     }
 
-    /// Starts a server that sends `frames` on each connection once upgraded.
-    static func start(sending frames: [String]) async throws -> ScriptedWebSocketServer {
+    /// Starts a server that answers the upgrade as `upgrade` says and, once upgraded, sends
+    /// `frames`, then a close frame with `closeCode` if given.
+    static func start(
+        sending frames: [String], upgrade: Upgrade = .accept, closeCode: UInt16? = nil
+    ) async throws -> ScriptedWebSocketServer {
         let received = Received()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { child in
                 child.eventLoop.makeCompletedFuture {
                     received.channels.withLock { $0.append(child) }
-                    try child.pipeline.syncOperations.addHandler(Handler(frames: frames, received: received))
+                    try child.pipeline.syncOperations.addHandler(
+                        Handler(frames: frames, upgrade: upgrade, closeCode: closeCode, received: received))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
@@ -58,12 +73,16 @@ final class ScriptedWebSocketServer: Sendable {
         typealias OutboundOut = ByteBuffer
 
         private let frames: [String]
+        private let upgrade: Upgrade
+        private let closeCode: UInt16?
         private let received: Received
         private var buffer = ByteBuffer()
         private var upgraded = false
 
-        init(frames: [String], received: Received) {
+        init(frames: [String], upgrade: Upgrade, closeCode: UInt16?, received: Received) {
             self.frames = frames
+            self.upgrade = upgrade
+            self.closeCode = closeCode
             self.received = received
         }
 
@@ -79,13 +98,25 @@ final class ScriptedWebSocketServer: Sendable {
                     .first { $0.lowercased().hasPrefix("sec-websocket-key:") }
                     .map { $0.dropFirst("sec-websocket-key:".count).trimmingCharacters(in: .whitespaces) } ?? ""
                 let digest = Insecure.SHA1.hash(data: Data((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8))
-                let response =
-                    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                    + "Sec-WebSocket-Accept: \(Data(digest).base64EncodedString())\r\n\r\n"
-                var out = context.channel.allocator.buffer(string: response)
-                for frame in frames { Self.writeTextFrame(frame, to: &out) }
-                context.writeAndFlush(wrapOutboundOut(out), promise: nil)
                 upgraded = true
+                switch upgrade {
+                case .accept:
+                    let response =
+                        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                        + "Sec-WebSocket-Accept: \(Data(digest).base64EncodedString())\r\n\r\n"
+                    var out = context.channel.allocator.buffer(string: response)
+                    for frame in frames { Self.writeTextFrame(frame, to: &out) }
+                    if let closeCode {
+                        out.writeInteger(UInt8(0x88))
+                        out.writeInteger(UInt8(2))
+                        out.writeInteger(closeCode)
+                    }
+                    context.writeAndFlush(wrapOutboundOut(out), promise: nil)
+                case .respond(let head):
+                    context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(string: head)), promise: nil)
+                case .silence:
+                    break
+                }
             }
             while let frame = readClientFrame() {
                 received.frames.withLock { $0.append(frame) }
