@@ -1,5 +1,6 @@
 import NIOCore
 import NIOPosix
+import RealtimeClientSocket
 import Synchronization
 
 /// Counts of one kind of stalled reader (realtime connections or event streams).
