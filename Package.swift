@@ -176,15 +176,13 @@ let package = Package(
         .target(
             name: "CanopyTesting",
             dependencies: [
-                "CanopyServer", "Auth", "Transport", "Tree",
+                "CanopyServer", "Auth", "Transport", "RealtimeClientSocket", "Tree",
                 .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "X509", package: "swift-certificates"),

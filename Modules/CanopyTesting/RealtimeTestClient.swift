@@ -1,13 +1,11 @@
-import Foundation
-import HummingbirdWSClient
-import Logging
-import NIOWebSocket
+import NIOCore
+import RealtimeClientSocket
 import Synchronization
 public import Transport
 public import Tree
 
-/// A realtime-protocol client over a real WebSocket, for tests: it sends requests, joins split
-/// frames and keeps every server message until a test takes it.
+/// A realtime-protocol client over a real WebSocket (a ``RealtimeSocket``), for tests: it sends
+/// requests, joins split frames and keeps every server message until a test takes it.
 ///
 /// ```swift
 /// let client = try await RealtimeTestClient.connect(to: server)
@@ -19,16 +17,6 @@ public import Tree
 /// A connected client answers the server's WebSocket pings while it reads; ``vanish()`` makes it
 /// stop reading, so it goes silent without a close handshake, like a peer whose network dropped.
 public final class RealtimeTestClient: Sendable {
-    /// The control `h` message that opened the connection.
-    public struct Hello: Sendable, Equatable {
-        public var timestamp: Int64
-        public var version: String
-        public var host: String
-        public var sessionID: String
-        /// The Canopy extensions the server offered (`ext`).
-        public var extensions: [String]
-    }
-
     /// The answer to one request.
     public struct Response: Sendable, Equatable {
         public var number: Int
@@ -42,15 +30,19 @@ public final class RealtimeTestClient: Sendable {
     public static let defaultTimeout: Duration = .seconds(15)
 
     public let url: String
-    public let hello: Hello
+    /// The control `h` message that opened the connection.
+    public let hello: RealtimeHello
+    private let socket: RealtimeSocket
     private let link: Link
-    private let task: Task<Void, Never>
+    /// The last request number; numbers are taken and their frames queued under this lock, so
+    /// requests reach the server in the order of their numbers.
+    private let requestNumbers = Mutex(0)
 
-    private init(url: String, hello: Hello, link: Link, task: Task<Void, Never>) {
+    private init(url: String, hello: RealtimeHello, socket: RealtimeSocket, link: Link) {
         self.url = url
         self.hello = hello
+        self.socket = socket
         self.link = link
-        self.task = task
     }
 
     /// Connects to `server` for `namespace` (`nil` names none: the server's default), naming
@@ -65,35 +57,32 @@ public final class RealtimeTestClient: Sendable {
     /// Connects to a realtime URL (`ws://HOST:PORT/.ws?v=5&ns=...`) and waits for the hello.
     public static func connect(url: String, timeout: Duration = defaultTimeout) async throws -> RealtimeTestClient {
         let link = Link()
-        let logger = TestServer.makeLogger(label: "canopy-test-client")
-        let task = Task {
+        var configuration = RealtimeSocket.Configuration()
+        configuration.maxFrameSize = 1 << 28
+        configuration.connectTimeout = .nanoseconds(Int64(timeout / .nanoseconds(1)))
+        configuration.upgradeTimeout = configuration.connectTimeout
+        let connecting = Task { () -> RealtimeSocket? in
             do {
-                let configuration = WebSocketClientConfiguration(
-                    maxFrameSize: 1 << 26, closeTimeout: .seconds(5), autoPing: .disabled)
-                try await WebSocketClient.connect(url: url, configuration: configuration, logger: logger) {
-                    inbound, outbound, _ in
-                    link.attach(outbound)
-                    try await link.read(inbound)
-                }
+                return try await RealtimeSocket.connect(url: url, configuration: configuration) { link }
             } catch {
                 link.ended(with: error)
+                link.finish()
+                return nil
             }
-            link.finish()
         }
         let first = await link.messages.take(timeout: timeout)
-        guard case .hello(let timestamp, let version, let host, let sessionID, let extensions)? = first else {
-            task.cancel()
-            await task.value
-            let upgraded = link.state.withLock { $0.outbound != nil }
+        // Bounded: the connect and the upgrade each time out.
+        let socket = await connecting.value
+        guard case .hello(let timestamp, let version, let host, let sessionID, let extensions)? = first, let socket
+        else {
+            socket?.closeWithoutHandshake()
             throw RealtimeTestError.noHello(
-                received: first, upgraded: upgraded, frames: link.state.withLock { $0.frames },
+                received: first, upgraded: socket != nil, frames: link.frames,
                 connectionError: link.error.map { "\($0)" })
         }
-        return RealtimeTestClient(
-            url: url,
-            hello: Hello(
-                timestamp: timestamp, version: version, host: host, sessionID: sessionID, extensions: extensions),
-            link: link, task: task)
+        let hello = RealtimeHello(
+            timestamp: timestamp, host: host, sessionID: sessionID, extensions: Set(extensions), version: version)
+        return RealtimeTestClient(url: url, hello: hello, socket: socket, link: link)
     }
 
     // MARK: Sending
@@ -104,13 +93,14 @@ public final class RealtimeTestClient: Sendable {
     public func send(
         _ action: ClientAction, writeID: WriteID? = nil, maxFrameCharacters: Int = FrameAssembler.maxFrameCharacters
     ) async throws -> Int {
-        try await link.sending { outbound, number in
+        let (number, written) = try requestNumbers.withLock { number throws(RealtimeTestError) in
+            number += 1
             let request = ClientRequest(number: number, action: action, writeID: writeID)
             let text = ClientMessage.request(request).json.serialized()
-            for frame in FrameAssembler.frames(for: text, maxFrameCharacters: maxFrameCharacters) {
-                try await outbound.write(.text(frame))
-            }
+            return (number, try write(FrameAssembler.frames(for: text, maxFrameCharacters: maxFrameCharacters)))
         }
+        try await wait(for: written)
+        return number
     }
 
     /// Sends text frames exactly as given (for malformed input, keepalives and hand-split messages).
@@ -120,8 +110,21 @@ public final class RealtimeTestClient: Sendable {
 
     /// Sends text frames exactly as given, back to back.
     public func sendRaw(_ frames: [String]) async throws {
-        _ = try await link.sending(numbered: false) { outbound, _ in
-            for frame in frames { try await outbound.write(.text(frame)) }
+        let written = try requestNumbers.withLock { _ throws(RealtimeTestError) in try write(frames) }
+        try await wait(for: written)
+    }
+
+    /// Queues `frames` on the socket (under ``requestNumbers``' lock, so queued in order).
+    private func write(_ frames: [String]) throws(RealtimeTestError) -> EventLoopFuture<Void> {
+        guard !link.messages.isFinished else { throw .notConnected }
+        return socket.send(frames: frames)
+    }
+
+    private func wait(for written: EventLoopFuture<Void>) async throws {
+        do {
+            try await written.get()
+        } catch {
+            throw RealtimeTestError.notConnected
         }
     }
 
@@ -224,26 +227,22 @@ public final class RealtimeTestClient: Sendable {
 
     /// Closes the connection with a close handshake and waits until it has ended.
     public func close() async {
-        if let outbound = link.state.withLock({ $0.outbound }) {
-            try? await outbound.close(.normalClosure, reason: nil)
-        }
         // A silent client does not read the server's answering close frame: do not wait for it.
-        if !link.state.withLock({ $0.isSilenced }) { _ = await waitUntilClosed(timeout: .seconds(5)) }
-        task.cancel()
-        await task.value
+        if !link.isSilenced {
+            socket.close()
+            _ = await waitUntilClosed(timeout: .seconds(5))
+        }
+        socket.closeWithoutHandshake()
+        try? await socket.closeFuture.get()
+        link.finish()
     }
 
     /// Goes silent without a close handshake: the client stops reading, so it no longer answers
     /// the server's WebSocket pings (those are answered while reading) and the server must notice
     /// by its heartbeat. Call ``close()`` afterwards to release the socket.
     public func vanish() async throws {
-        link.state.withLock { $0.isSilenced = true }
-        // The reader is waiting inside the WebSocket stream, where pings are still answered; a
-        // control ping makes the server send a frame, and the reader parks after taking it.
-        try await sendPing()
-        guard await link.parked.take(timeout: Self.defaultTimeout) != nil else {
-            throw RealtimeTestError.timedOut("the reader to stop", connectionEnded: link.messages.isFinished)
-        }
+        link.silence()
+        try await socket.setReading(false)
     }
 }
 
@@ -280,10 +279,10 @@ extension ServerMessage {
     }
 }
 
-/// The state one connection's reader and senders share.
-private final class Link: Sendable {
+/// What one connection received, kept for the test: the socket's delegate, on its event loop.
+private final class Link: RealtimeSocketDelegate, Sendable {
     struct State {
-        var outbound: WebSocketOutboundWriter?
+        var assembler = FrameAssembler()
         var frames: [String] = []
         var undecodable: [String] = []
         var isSilenced = false
@@ -292,57 +291,47 @@ private final class Link: Sendable {
 
     let state = Mutex(State())
     let messages = Inbox<ServerMessage>()
-    let parked = Inbox<Bool>()
     let endSignal = Inbox<Bool>()
-    private let sendLock = AsyncLock()
-    private let requestNumbers = Mutex(0)
 
     var error: (any Error)? { state.withLock { $0.error } }
+    var frames: [String] { state.withLock { $0.frames } }
+    var isSilenced: Bool { state.withLock { $0.isSilenced } }
 
-    func attach(_ outbound: WebSocketOutboundWriter) {
-        state.withLock { $0.outbound = outbound }
+    func silence() {
+        state.withLock { $0.isSilenced = true }
     }
 
-    /// Runs `body` alone (frames of one message stay together), with the next request number
-    /// when `numbered`; returns that number.
-    func sending(
-        numbered: Bool = true, _ body: (WebSocketOutboundWriter, Int) async throws -> Void
-    ) async throws -> Int {
-        try await sendLock.withLock {
-            guard let outbound = state.withLock({ $0.outbound }), !messages.isFinished else {
-                throw RealtimeTestError.notConnected
+    func received(_ frame: ByteBuffer, output: inout RealtimeSocketOutput) {
+        let frame = String(buffer: frame)
+        let assembled = state.withLock { state -> Result<String?, ProtocolError> in
+            state.frames.append(frame)
+            do throws(ProtocolError) {
+                guard case .message(let text)? = try state.assembler.append(frame) else { return .success(nil) }
+                return .success(text)
+            } catch {
+                if state.error == nil { state.error = error }
+                return .failure(error)
             }
-            let number = numbered ? nextRequestNumber() : 0
-            try await body(outbound, number)
-            return number
+        }
+        switch assembled {
+        case .success(let text?):
+            do {
+                messages.append(try ServerMessage(json: try JSONValue(parsing: text)))
+            } catch {
+                state.withLock { $0.undecodable.append(text) }
+            }
+        case .success(nil):
+            break
+        case .failure:
+            output.closeConnection()
         }
     }
 
-    private func nextRequestNumber() -> Int {
-        requestNumbers.withLock { number in
-            number += 1
-            return number
-        }
-    }
-
-    func read(_ inbound: WebSocketInboundStream) async throws {
-        var assembler = FrameAssembler()
-        for try await message in inbound.messages(maxSize: 1 << 28) {
-            guard case .text(let frame) = message else { continue }
-            state.withLock { $0.frames.append(frame) }
-            if case .message(let text)? = try assembler.append(frame) {
-                do {
-                    messages.append(try ServerMessage(json: try JSONValue(parsing: text)))
-                } catch {
-                    state.withLock { $0.undecodable.append(text) }
-                }
-            }
-            if state.withLock({ $0.isSilenced }) {
-                parked.append(true)
-                while !Task.isCancelled { try? await Task.sleep(for: .seconds(1)) }
-                throw CancellationError()
-            }
-        }
+    func closed(_ reason: RealtimeSocketCloseReason) {
+        if case .lost(let error?) = reason { ended(with: error) }
+        // A silent client reads nothing more, its connection's end included: it learns of it at
+        // its own close().
+        if !isSilenced { finish() }
     }
 
     func ended(with error: any Error) {

@@ -196,7 +196,7 @@ final class RealtimeConnection: Sendable {
                 end(.redirected(host: host))
                 return false
             }
-            guard case .hello(let timestamp, _, let host, let sessionID, let extensions) = message else {
+            guard case .hello(let timestamp, let version, let host, let sessionID, let extensions) = message else {
                 let error = RealtimeClientError.connectFailed("\(url): expected a hello first, got \(text.prefix(200))")
                 logger.error("\(error)")
                 end(error)
@@ -204,7 +204,7 @@ final class RealtimeConnection: Sendable {
             }
             state.withLock { $0.isGreeted = true }
             let hello = RealtimeHello(
-                timestamp: timestamp, host: host, sessionID: sessionID, extensions: Set(extensions))
+                timestamp: timestamp, host: host, sessionID: sessionID, extensions: Set(extensions), version: version)
             helloSink.yield(.success(hello))
             helloSink.finish()
             return true

@@ -13,12 +13,17 @@ public struct RealtimeHello: Sendable, Equatable {
     public var sessionID: String
     /// The Canopy extensions the server supports (empty for other servers).
     public var extensions: Set<String>
+    /// The protocol version the server speaks (`"5"`).
+    public var version: String
 
-    public init(timestamp: Int64, host: String, sessionID: String, extensions: Set<String> = []) {
+    public init(
+        timestamp: Int64, host: String, sessionID: String, extensions: Set<String> = [], version: String = "5"
+    ) {
         self.timestamp = timestamp
         self.host = host
         self.sessionID = sessionID
         self.extensions = extensions
+        self.version = version
     }
 
     /// The extension under which a server takes ``WriteID``s and applies a resent write once.
