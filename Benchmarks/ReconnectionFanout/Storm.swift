@@ -1,5 +1,5 @@
 import Dispatch
-import NIOCore
+import RealtimeClientSocket
 import Synchronization
 import Transport
 import Tree
@@ -85,8 +85,8 @@ final class Storm: Sendable {
 
     let clientCount: Int
     let counters = StormCounters()
-    private let address: SocketAddress
-    private let request: ByteBuffer
+    private let port: Int
+    private let target = "/.ws?v=5&ns=\(StormLayout.namespace)"
     private let state = Mutex(State())
     private let clientList = Mutex<[StormClient]>([])
 
@@ -114,13 +114,7 @@ final class Storm: Sendable {
     /// Prepares `clients` clients of the server at `127.0.0.1:port` (nothing connects yet).
     init(clients: Int, port: Int) throws(StormError) {
         clientCount = clients
-        do {
-            address = try SocketAddress(ipAddress: "127.0.0.1", port: port)
-        } catch {
-            throw .invalidData("127.0.0.1:\(port): \(error)")
-        }
-        request = StormConnection.upgradeRequest(
-            host: "127.0.0.1", port: port, uri: "/.ws?v=5&ns=\(StormLayout.namespace)")
+        self.port = port
         let sharedHash = try Self.hash(StormLayout.sharedJSON)
         var list: [StormClient] = []
         list.reserveCapacity(clients)
@@ -190,7 +184,7 @@ final class Storm: Sendable {
             state.inFlight += 1
             return true
         }
-        if start { StormConnection.open(client, to: address, request: request) }
+        if start { open(client) }
     }
 
     /// `client`'s listens are both answered: its place in the window goes to the next client.
@@ -200,7 +194,7 @@ final class Storm: Sendable {
             return (state.takeNext(), state.restored == clientCount ? state.allRestored : nil)
         }
         allRestored?.signal()
-        if let next { StormConnection.open(next, to: address, request: request) }
+        if let next { open(next) }
     }
 
     /// `client`'s connection failed or closed before its listens were answered: it gives up its
@@ -208,8 +202,13 @@ final class Storm: Sendable {
     func retry(_ client: StormClient) {
         counters.retries.add(1, ordering: .relaxed)
         let next = state.withLock { $0.takeNext() }
-        if let next { StormConnection.open(next, to: address, request: request) }
+        if let next { open(next) }
         enqueue(client)
+    }
+
+    private func open(_ client: StormClient) {
+        client.opening()
+        StormConnection.open(client, port: port, target: target)
     }
 
     private static func hash(_ json: String) throws(StormError) -> String {
@@ -220,9 +219,9 @@ final class Storm: Sendable {
         }
     }
 
-    private static func listen(_ number: Int, path: String, hash: String) -> [UInt8] {
+    private static func listen(_ number: Int, path: String, hash: String) -> String {
         let request = ClientRequest(number: number, action: .listen(path: path, query: nil, tag: nil, hash: hash))
-        return Array(ClientMessage.request(request).json.serialized().utf8)
+        return ClientMessage.request(request).json.serialized()
     }
 }
 
@@ -230,48 +229,56 @@ final class Storm: Sendable {
 final class StormClient: Sendable {
     let storm: Storm
     /// The listen requests sent on every connection, with the hash of the data the client holds.
-    let listens: [[UInt8]]
+    let listens: [String]
     private let state = Mutex(State())
 
     private struct State {
-        var channel: (any Channel)?
+        var socket: RealtimeSocket?
         var isRestored = false
         var isCut = false
         var isStopped = false
     }
 
-    init(storm: Storm, listens: [[UInt8]]) {
+    init(storm: Storm, listens: [String]) {
         self.storm = storm
         self.listens = listens
     }
 
     /// Resets the connection; ``closed()`` then queues the client to connect again.
     func cut() {
-        let channel = state.withLock { state in
+        let socket = state.withLock { state in
             state.isCut = true
-            return state.channel
+            return state.socket
         }
-        if let channel { StormConnection.abort(channel) }
+        socket?.abort()
     }
 
     func stop() {
-        let channel = state.withLock { state in
+        let socket = state.withLock { state in
             state.isStopped = true
-            return state.channel
+            return state.socket
         }
-        if let channel { StormConnection.abort(channel) }
+        socket?.abort()
     }
 
     // MARK: From the connection
 
-    func connected(_ channel: any Channel) {
-        let isStopped = state.withLock { state in
-            state.channel = channel
+    /// A new connection is about to be made.
+    func opening() {
+        state.withLock { state in
             state.isRestored = false
             state.isCut = false
+        }
+    }
+
+    /// The connection is upgraded (its hello, even its listens' answers, may have come already).
+    func connected(_ socket: RealtimeSocket) {
+        let isStopped = state.withLock { state in
+            // A connection already closed must not take the place of the next one.
+            if socket.channel.isActive { state.socket = socket }
             return state.isStopped
         }
-        if isStopped { channel.close(promise: nil) }
+        if isStopped { socket.abort() }
     }
 
     func failed() {
@@ -286,7 +293,7 @@ final class StormClient: Sendable {
 
     func closed() {
         let (wasRestored, wasCut, isStopped) = state.withLock { state in
-            state.channel = nil
+            state.socket = nil
             defer { state.isRestored = false }
             return (state.isRestored, state.isCut, state.isStopped)
         }

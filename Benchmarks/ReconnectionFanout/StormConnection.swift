@@ -1,142 +1,43 @@
 import NIOCore
-import NIOPosix
-import NIOWebSocket
 import RealtimeClientSocket
-import Transport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
-/// The raw realtime connections of a storm, on SwiftNIO: a hand-made WebSocket upgrade, then a
-/// handler that answers the hello with the client's two listens and counts their replies. It reads
-/// message bytes without building strings, so that the client side stays a small part of what the
-/// process spends (the server runs in the same process and is what the figures are about).
+/// The raw realtime connections of a storm: a ``RealtimeSocket`` whose delegate answers the hello
+/// with the client's two listens and counts their replies. It reads frame bytes without building
+/// strings, so that the client process stays a small part of what the machine spends.
 enum StormConnection {
-    /// Connects `client` to `address` and requests the upgrade at `uri`. The connection reports to
+    /// Connects `client` to the server at `127.0.0.1:port`, at `target`. The connection reports to
     /// `client` from then on, its failure included.
-    static func open(_ client: StormClient, to address: SocketAddress, request: ByteBuffer) {
-        let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .connectTimeout(.seconds(30))
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandlers([
-                        UpgradeHandler(request: request),
-                        ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: 1 << 20)),
-                        ListenHandler(client: client),
-                    ])
-                }
-            }
-        bootstrap.connect(to: address).whenComplete { result in
-            switch result {
-            case .success(let channel): client.connected(channel)
-            case .failure: client.failed()
+    static func open(_ client: StormClient, port: Int, target: String) {
+        var configuration = RealtimeSocket.Configuration()
+        configuration.connectTimeout = .seconds(30)
+        configuration.maxFrameSize = 1 << 20
+        Task {
+            do {
+                let socket = try await RealtimeSocket.connect(
+                    host: "127.0.0.1", port: port, target: target, configuration: configuration
+                ) { ListenHandler(client: client) }
+                client.connected(socket)
+            } catch RealtimeSocketError.cannotConnect {
+                client.failed()
+            } catch {
+                // The connection was made and has ended: its delegate told the client.
             }
         }
     }
-
-    /// The upgrade request every client sends (the key is fixed: the client does not check the answer).
-    static func upgradeRequest(host: String, port: Int, uri: String) -> ByteBuffer {
-        ByteBuffer(
-            string: "GET \(uri) HTTP/1.1\r\nHost: \(host):\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
-    }
-
-    /// Cuts `channel` as a dropped network path would: a TCP reset (`SO_LINGER` 0), no close handshake.
-    static func abort(_ channel: any Channel) {
-        guard let socket = channel as? any SocketOptionProvider else {
-            channel.close(promise: nil)
-            return
-        }
-        socket.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil) }
-    }
 }
 
-/// Writes the upgrade request once connected, skips the response's headers after checking for
-/// `101`, then passes every later byte on (the hello may come in the same read as the headers).
-private final class UpgradeHandler: ChannelInboundHandler {
-    typealias InboundIn = ByteBuffer
-    typealias InboundOut = ByteBuffer
-    typealias OutboundOut = ByteBuffer
-
-    private let request: ByteBuffer
-    private var response: ByteBuffer?
-    private var isUpgraded = false
-
-    init(request: ByteBuffer) { self.request = request }
-
-    func channelActive(context: ChannelHandlerContext) {
-        context.writeAndFlush(wrapOutboundOut(request), promise: nil)
-        context.fireChannelActive()
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !isUpgraded else {
-            context.fireChannelRead(data)
-            return
-        }
-        var bytes = unwrapInboundIn(data)
-        response.setOrWriteBuffer(&bytes)
-        guard var response else { return }
-        let view = response.readableBytesView
-        guard let end = view.firstRange(of: [13, 10, 13, 10] as [UInt8]) else {
-            if response.readableBytes > 16384 { context.close(promise: nil) }
-            return
-        }
-        guard view.starts(with: "HTTP/1.1 101".utf8) else {
-            context.close(promise: nil)
-            return
-        }
-        isUpgraded = true
-        response.moveReaderIndex(to: end.upperBound)
-        self.response = nil
-        if response.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(response)) }
-    }
-}
-
-/// Sends the client's listens when the server's hello comes, counts their `ok` replies, answers
-/// pings, and tells the client when the connection closes.
-private final class ListenHandler: ChannelInboundHandler {
-    typealias InboundIn = WebSocketFrame
-    typealias OutboundOut = ByteBuffer
-
+/// Sends the client's listens when the server's hello comes, counts their `ok` replies, and tells
+/// the client when the connection closes.
+private final class ListenHandler: RealtimeSocketDelegate {
     private let client: StormClient
     private var answered: Set<Int> = []
-    private var masks = WebSocketMaskKeys()
 
     init(client: StormClient) { self.client = client }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let frame = unwrapInboundIn(data)
-        switch frame.opcode {
-        case .text:
-            received(frame.unmaskedData, context: context)
-        case .ping:
-            var pong = context.channel.allocator.buffer(capacity: frame.length + 8)
-            frame.unmaskedData.withUnsafeReadableBytes {
-                WebSocketMasking.appendClientFrame($0, opcode: 0x8A, key: masks.next(), to: &pong)
-            }
-            context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
-        case .connectionClose:
-            context.close(promise: nil)
-        default:
-            break
-        }
-    }
-
-    private func received(_ message: ByteBuffer, context: ChannelHandlerContext) {
-        let bytes = message.readableBytesView
+    func received(_ frame: ByteBuffer, output: inout RealtimeSocketOutput) {
+        let bytes = frame.readableBytesView
         if bytes.contains(Pattern.hello) {
-            var output = context.channel.allocator.buffer(capacity: client.listens.reduce(0) { $0 + $1.count + 8 })
-            for listen in client.listens {
-                listen.withUnsafeBytes {
-                    WebSocketMasking.appendClientFrame($0, opcode: 0x81, key: masks.next(), to: &output)
-                }
-            }
-            context.writeAndFlush(wrapOutboundOut(output), promise: nil)
+            for listen in client.listens { output.send(listen) }
         } else if bytes.contains(Pattern.dataPush) || bytes.contains(Pattern.mergePush) {
             client.storm.counters.dataPushed()
         } else if let number = bytes.integer(after: Pattern.requestNumber), bytes.contains(Pattern.ok) {
@@ -144,13 +45,8 @@ private final class ListenHandler: ChannelInboundHandler {
         }
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
+    func closed(_ reason: RealtimeSocketCloseReason) {
         client.closed()
-        context.fireChannelInactive()
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        context.close(promise: nil)
     }
 }
 
