@@ -118,7 +118,7 @@ struct StorageFailureTests {
         #expect(await database.mayRead("x", params: .default, caller: .unauthenticated))
         let now = ServerValueContext(now: 0)
         #expect(await !database.maySet("x", to: Node(.bool(true)), caller: .unauthenticated, at: now))
-        #expect(try store.setting("rules") == .string(good))
+        #expect(store.setting("rules") == .string(good))
     }
 
     /// Writes applied after one the store refused were computed from it: they fail too, so the disk
@@ -148,7 +148,7 @@ struct StorageFailureTests {
                 if !recovered { try await Task.sleep(for: .milliseconds(50)) }
             }
             #expect(recovered, "a write that was never stored is still in memory")
-            #expect(try store.loadTree() == (try Node(json: ["kept": 1])))
+            #expect(store.loadTree() == (try Node(json: ["kept": 1])))
             // Once memory matches the disk again, writes are stored again.
             var stored = false
             for _ in 0..<100 where !stored {
@@ -159,7 +159,7 @@ struct StorageFailureTests {
                 }
             }
             #expect(stored)
-            #expect(try store.loadTree() == (try Node(json: ["kept": 1, "after": 4])))
+            #expect(store.loadTree() == (try Node(json: ["kept": 1, "after": 4])))
         }
     }
 }
