@@ -165,18 +165,11 @@ extension CanopyServer {
                 guard await database.mayRegister(operation, as: connection.caller) else {
                     return fail(.permissionDenied)
                 }
-                let limit = configuration.maxOnDisconnectBytes
-                let previous = connection.disconnectOperations
-                guard connection.register(operation, limit: limit) else {
-                    metrics.tripped(.onDisconnectBytes)
-                    return fail(
-                        WriteError(
-                            status: .tooBig,
-                            message:
-                                "the onDisconnect operations of this connection would hold more than \(limit) bytes"))
-                }
-                guard await storeDisconnectOperations(of: connection, database: database, previous: previous) else {
-                    return fail(Self.disconnectNotStored)
+                do {
+                    try await connection.presence.register(
+                        operation, limit: configuration.maxOnDisconnectBytes, on: database)
+                } catch {
+                    return fail(refusal(error))
                 }
                 connection.send(.ok(number))
             case .failure(let error)?: fail(error)
@@ -184,10 +177,10 @@ extension CanopyServer {
             }
         case .onDisconnectCancel(let text):
             guard let path = path(text) else { return }
-            let previous = connection.disconnectOperations
-            connection.cancelDisconnect(below: path)
-            guard await storeDisconnectOperations(of: connection, database: database, previous: previous) else {
-                return fail(Self.disconnectNotStored)
+            do {
+                try await connection.presence.cancel(below: path, on: database)
+            } catch {
+                return fail(refusal(error))
             }
             connection.send(.ok(number))
         case .get(let text, let query):
@@ -218,28 +211,18 @@ extension CanopyServer {
         }
     }
 
-    /// What a client is told when its onDisconnect operations could not be stored.
-    static let disconnectNotStored = WriteError(
-        status: .storageError, message: "the onDisconnect operations could not be stored; try again")
-
-    /// Where the store keeps onDisconnect operations (PostgreSQL), stores `connection`'s current
-    /// ones before the change is acknowledged; if the store refuses, puts back `previous` and
-    /// returns `false`. Elsewhere they live in memory only and this returns `true` at once.
-    private func storeDisconnectOperations(
-        of connection: RealtimeConnection, database: Database, previous: DisconnectOperations
-    ) async -> Bool {
-        guard database.keepsDisconnectOperations else { return true }
-        let current = connection.disconnectOperations
-        if current.operations == previous.operations { return true }
-        let error = await database.storeDisconnectOperations(session: connection.sessionID) {
-            connection.disconnectRecord
+    /// What a client is told when a change to its onDisconnect operations was refused.
+    private func refusal(_ error: DisconnectRefusal) -> WriteError {
+        switch error {
+        case .tooBig(let limit):
+            metrics.tripped(.onDisconnectBytes)
+            return WriteError(
+                status: .tooBig,
+                message: "the onDisconnect operations of this connection would hold more than \(limit) bytes")
+        case .notStored:
+            return WriteError(
+                status: .storageError, message: "the onDisconnect operations could not be stored; try again")
         }
-        guard let error else { return true }
-        logger.warning(
-            "could not store onDisconnect operations",
-            metadata: ["session": "\(connection.sessionID)", "error": "\(error)"])
-        connection.restoreDisconnectOperations(previous)
-        return false
     }
 
     /// The onDisconnect operation an `o` or `om` action registers, or why it is refused; `nil` for

@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import NIOPosix
 import Persistence
-import Presence
 import Prometheus
 import Query
 import Rules
@@ -65,7 +64,7 @@ actor Database {
     /// process serves any more, read at open; ``runStoredDisconnects()`` runs them.
     private var storedDisconnects: [StoredDisconnect]
     /// Whether connections' onDisconnect operations are stored before they are acknowledged.
-    nonisolated let keepsDisconnectOperations: Bool
+    nonisolated let keepsDisconnectRecords: Bool
     /// How the writes clients named with a ``WriteID`` ended; also updated from commit callbacks.
     /// Read from the store at open, and stored with the writes of each turn that ran named ones.
     let appliedWrites = AppliedWrites()
@@ -98,8 +97,8 @@ actor Database {
         self.logger = logger
         self.root = try store.loadTree()
         appliedWrites.restore(try store.storedWriteIDs())
-        keepsDisconnectOperations = store.keepsDisconnectOperations
-        storedDisconnects = keepsDisconnectOperations ? try store.storedDisconnects() : []
+        keepsDisconnectRecords = store.keepsDisconnectOperations
+        storedDisconnects = keepsDisconnectRecords ? try store.storedDisconnects() : []
         if let override {
             (rules, rulesText, enforcesRules) = (override.document, override.text, true)
             // Not written when already stored: a namespace nobody wrote to has no file to write it to.
@@ -505,33 +504,11 @@ actor Database {
         return storedDisconnects
     }
 
-    /// Runs a connection's onDisconnect operations as `caller`, in one turn: their writes commit
-    /// together, and with them the removal of the operations stored for `session` (when the store
-    /// keeps them), so that they run exactly once even if the process dies meanwhile.
-    func runDisconnectWrites(_ operations: [DisconnectOperation], as caller: Caller, session: String? = nil) {
-        // A namespace another process took over writes nothing: the stored operations are left
-        // for that process, which runs them when it opens the namespace.
-        if steppedDown && keepsDisconnectOperations { return }
-        let logger = logger
-        let writes: [DatabaseWrite] = operations.map { operation in
-            let reply: @Sendable (WriteOutcome) -> Void = { outcome in
-                if case .rejected(let error) = outcome {
-                    logger.warning(
-                        "onDisconnect write failed", metadata: ["path": "\(operation.path)", "error": "\(error)"])
-                }
-            }
-            return { database in
-                switch operation.kind {
-                case .set(let json): database.set(operation.path, json: json, as: caller, reply: reply)
-                case .update(let members):
-                    database.update(operation.path, json: .object(members), as: caller, reply: reply)
-                }
-            }
-        }
-        let removal: [DisconnectChange] =
-            if keepsDisconnectOperations, let session { [.remove(session: session)] } else { [] }
+    /// Runs `writes` as ``perform(_:disconnects:)`` does, taking them however far behind the store
+    /// is (a connection's onDisconnect writes: see ``run(_:session:)``).
+    func performPastBacklog(_ writes: [DatabaseWrite], disconnects: [DisconnectChange]) {
         admitsPastBacklog = true
-        perform(writes, disconnects: removal)
+        perform(writes, disconnects: disconnects)
         admitsPastBacklog = false
     }
 

@@ -32,8 +32,8 @@ final class RealtimeConnection: Subscriber, FlushTarget {
     private let countsInBudget = Atomic(false)
     /// Set once the close frame was written (read on the event loop by ``RealtimeChannelHandler``).
     private let closeSent = Atomic(false)
-    /// The handing over of the onDisconnect writes, once started (``handOverDisconnectWrites(to:)``).
-    private let handover = Mutex<Task<Void, Never>?>(nil)
+    /// Who the connection acts as, and its onDisconnect operations.
+    let presence: ConnectionPresence<Caller>
 
     /// How long the socket stays open after the server's close frame for the peer's answering close
     /// frame; then it is closed anyway.
@@ -71,13 +71,9 @@ final class RealtimeConnection: Subscriber, FlushTarget {
     }
 
     private struct State {
-        /// Who the connection acts as (`auth`, `gauth`, `unauth`; unauthenticated until then).
-        var caller = Caller.unauthenticated
-        /// Counts credential changes, so that an expiry timer of an earlier credential does nothing.
-        var credential = 0
+        /// The timer that ends the current credential, if it expires.
         var expiry: Task<Void, Never>?
-        var disconnect = DisconnectOperations()
-        /// Set once the operations were run (on close, or when a newer connection took over).
+        /// Set once the connection ran its onDisconnect operations: no timer is kept any more.
         var retired = false
     }
 
@@ -87,6 +83,7 @@ final class RealtimeConnection: Subscriber, FlushTarget {
         self.server = server
         flushBatch = server.flushBatches.batch(for: channel.eventLoop)
         sessionID = Self.makeSessionID()
+        presence = ConnectionPresence(session: sessionID, identity: .unauthenticated)
     }
 
     /// 32 random characters of `[a-zA-Z0-9]`, from four random words (a system call each, where one
@@ -408,56 +405,36 @@ final class RealtimeConnection: Subscriber, FlushTarget {
     // MARK: Credentials
 
     /// Who the connection acts as now.
-    var caller: Caller { state.withLock { $0.caller } }
+    var caller: Caller { presence.identity }
 
     /// Acts as `caller` from now on (until `expiresAt`, when the server sends `ac` with
     /// `expired_token` and the connection is unauthenticated again); listens the rules no longer
     /// allow it are revoked.
     func setCaller(_ caller: Caller, expiresAt: Date?, database: Database) async {
-        let generation = state.withLock { state -> Int in
-            state.caller = caller
-            state.credential += 1
+        let identification = presence.identify(as: caller)
+        state.withLock { state in
             state.expiry?.cancel()
             state.expiry = nil
-            return state.credential
         }
         await database.reauthenticate(subscriberID, as: caller)
-        await storeDisconnectCaller(database: database)
+        await presence.keep(on: database)
         guard let expiresAt else { return }
         let timer = Task { [weak self] in
             let delay = expiresAt.timeIntervalSinceNow
             if delay > 0 { try? await Task.sleep(for: .milliseconds(Int64(delay * 1000))) }
             guard !Task.isCancelled, let self else { return }
-            await self.expire(generation: generation, database: database)
+            await self.expire(identification, database: database)
         }
         state.withLock { state in
-            if state.credential == generation { state.expiry = timer } else { timer.cancel() }
+            if !state.retired, presence.isCurrent(identification) { state.expiry = timer } else { timer.cancel() }
         }
     }
 
-    private func expire(generation: Int, database: Database) async {
-        let expired = state.withLock { state -> Bool in
-            guard state.credential == generation, !state.retired else { return false }
-            state.caller = .unauthenticated
-            state.credential += 1
-            state.expiry = nil
-            return true
-        }
-        guard expired else { return }
+    private func expire(_ identification: Int, database: Database) async {
+        guard presence.replace(identification, with: .unauthenticated) else { return }
         send(.authRevoked(status: .expiredToken, reason: "Auth token is expired."))
         await database.reauthenticate(subscriberID, as: .unauthenticated)
-        await storeDisconnectCaller(database: database)
-    }
-
-    /// Where the store keeps onDisconnect operations, stores them again with the connection's new
-    /// caller: they run as whoever the connection is when it ends, on whichever process.
-    private func storeDisconnectCaller(database: Database) async {
-        guard database.keepsDisconnectOperations, !disconnectOperations.operations.isEmpty else { return }
-        let error = await database.storeDisconnectOperations(session: sessionID) { self.disconnectRecord }
-        if let error {
-            server.logger.warning(
-                "could not store onDisconnect operations", metadata: ["session": "\(sessionID)", "error": "\(error)"])
-        }
+        await presence.keep(on: database)
     }
 
     // MARK: onDisconnect
@@ -466,63 +443,15 @@ final class RealtimeConnection: Subscriber, FlushTarget {
     /// close or a newer connection naming its session (``SessionRegistry/end(_:)``). Every caller
     /// returns once they were handed over.
     func handOverDisconnectWrites(to database: Database) async {
-        let task = handover.withLock { handover in
-            if let handover { return handover }
-            let started = Task { [self] in
-                let (operations, caller) = retire()
-                guard !operations.isEmpty else { return }
-                await database.runDisconnectWrites(operations, as: caller, session: sessionID)
-            }
-            handover = started
-            return started
-        }
-        await task.value
-    }
-
-    /// Adds an onDisconnect operation unless the connection's operations would then hold more
-    /// than `limit` bytes; returns whether it was added (a retired connection adds none, silently).
-    func register(_ operation: DisconnectOperation, limit: Int) -> Bool {
+        await presence.run(on: database)
         state.withLock { state in
-            guard !state.retired else { return true }
-            guard state.disconnect.byteCount + operation.byteCount <= limit else { return false }
-            state.disconnect.register(operation)
-            return true
-        }
-    }
-
-    func cancelDisconnect(below path: Path) {
-        state.withLock { $0.disconnect.cancel(below: path) }
-    }
-
-    /// The onDisconnect operations registered now.
-    var disconnectOperations: DisconnectOperations { state.withLock { $0.disconnect } }
-
-    /// The onDisconnect operations registered now and the caller they run as, read together;
-    /// `nil` once the connection ran them (see ``retire()``).
-    var disconnectRecord: (operations: [DisconnectOperation], caller: Caller)? {
-        state.withLock { state in state.retired ? nil : (state.disconnect.operations, state.caller) }
-    }
-
-    /// Puts back operations the store refused to keep (unless the connection retired meanwhile).
-    func restoreDisconnectOperations(_ operations: DisconnectOperations) {
-        state.withLock { state in
-            if !state.retired { state.disconnect = operations }
-        }
-    }
-
-    /// Takes the onDisconnect operations to run, at most once, with the caller they run as (read
-    /// together, so that a credential change racing the close cannot come between them).
-    func retire() -> (operations: [DisconnectOperation], caller: Caller) {
-        state.withLock { state in
-            guard !state.retired else { return ([], state.caller) }
             state.retired = true
             state.expiry?.cancel()
             state.expiry = nil
-            return (state.disconnect.takeAll(), state.caller)
         }
     }
 
-    var isRetired: Bool { state.withLock { $0.retired } }
+    var isRetired: Bool { presence.isRetired }
 }
 
 /// Live connections by session id, so that a reconnect naming its last session (`ls=`) can end

@@ -19,9 +19,6 @@
 /// heartbeat.check(at: .seconds(25))    // nil: nothing to do
 /// heartbeat.check(at: .seconds(40))    // .close: silent for 39 s (limit: 2 intervals less one check)
 /// ```
-///
-/// ``beat()`` and ``heard()`` serve callers that only step whole intervals and do not know when a
-/// frame came; use them or the timed calls, not both.
 public struct Heartbeat: Sendable {
     public enum Action: Sendable, Equatable {
         case ping
@@ -34,8 +31,6 @@ public struct Heartbeat: Sendable {
     private var lastPing: Duration = .zero
     private var lastCheck: Duration = .zero
     private var forgaveLastCheck = false
-    private var steps = 0
-    private var heardSinceLastStep = true
 
     public init(interval: Duration = .seconds(20)) { self.interval = interval }
 
@@ -67,21 +62,5 @@ public struct Heartbeat: Sendable {
         guard time - lastPing >= interval else { return nil }
         lastPing = time
         return .ping
-    }
-
-    /// The peer sent a frame at some time since the last ``beat()``.
-    public mutating func heard() { heardSinceLastStep = true }
-
-    /// One interval passed: what to do now.
-    ///
-    /// A frame reported by ``heard()`` counts as heard at this beat, the latest it may have come,
-    /// so stepping never closes a peer early; it may close one up to an interval late.
-    public mutating func beat() -> Action {
-        steps += 1
-        let now = interval * steps
-        if heardSinceLastStep { heard(at: now) }
-        heardSinceLastStep = false
-        lastCheck = now
-        return action(at: now, mayClose: true) ?? .ping
     }
 }

@@ -83,7 +83,7 @@ struct RequestFuzzTests {
             await Task.yield()
         }
         // What the registered onDisconnect operations write, run as the server runs them.
-        await database.runDisconnectWrites(operations, as: .unauthenticated)
+        await database.run(DisconnectRecord(operations: operations, identity: .unauthenticated), session: nil)
         let deadline = ContinuousClock.now + .seconds(120)
         // Every input is answered once, and so is the initial write.
         while tally.answered < Self.realtimeCount + 1, ContinuousClock.now < deadline {

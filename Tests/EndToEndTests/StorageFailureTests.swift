@@ -256,11 +256,13 @@ struct StalledStoreTests {
                 Issue.record("a write was taken while the store was five writes behind")
                 return
             }
-            await database.runDisconnectWrites(
-                [
-                    DisconnectOperation(path: "presence/ada", kind: .set(false)),
-                    DisconnectOperation(path: "rooms/lobby", kind: .update(["ada": true])),
-                ], as: .admin)
+            await database.run(
+                DisconnectRecord(
+                    operations: [
+                        DisconnectOperation(path: "presence/ada", kind: .set(false)),
+                        DisconnectOperation(path: "rooms/lobby", kind: .update(["ada": true])),
+                    ], identity: .admin),
+                session: nil)
             store.release()
             for task in accepted { _ = await task.value }
             while queue.uncommittedWrites > 0 { try await Task.sleep(for: .milliseconds(5)) }

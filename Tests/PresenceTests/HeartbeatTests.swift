@@ -3,28 +3,40 @@ import Testing
 import Tree
 
 struct HeartbeatTests {
-    @Test func aSilentPeerIsClosedOnTheSecondSilentBeat() {
+    /// Checks `heartbeat` on time from `start` to `end`, answering every ping while `answering`;
+    /// returns when it said close.
+    static func run(
+        _ heartbeat: inout Heartbeat, from start: Duration, to end: Duration, answering: Bool
+    ) -> Duration? {
+        var time = start
+        while time <= end {
+            switch heartbeat.check(at: time) {
+            case .close?: return time
+            case .ping? where answering: heartbeat.heard(at: time)
+            default: break
+            }
+            time += heartbeat.checkInterval
+        }
+        return nil
+    }
+
+    @Test func aSilentPeerIsPingedThenClosedBeforeTwoIntervals() throws {
         var heartbeat = Heartbeat(interval: .seconds(1))
-        // The first beat follows the connection's own start, which counts as heard.
-        #expect(heartbeat.beat() == .ping)
-        #expect(heartbeat.beat() == .ping)
-        #expect(heartbeat.beat() == .close)
+        // The connection's own start counts as heard.
+        #expect(heartbeat.check(at: heartbeat.checkInterval) == nil)
+        let closed = try #require(
+            Self.run(&heartbeat, from: heartbeat.checkInterval * 2, to: .seconds(3), answering: false))
+        #expect(closed > heartbeat.interval && closed <= heartbeat.detectionBound, "closed at \(closed)")
         #expect(heartbeat.detectionBound == .seconds(2))
     }
 
-    @Test func anyFrameBetweenBeatsKeepsThePeerAlive() {
+    @Test func aPeerThatAnswersStaysAndIsClosedOnceSilent() throws {
         var heartbeat = Heartbeat(interval: .seconds(1))
-        for _ in 0..<10 {
-            #expect(heartbeat.beat() == .ping)
-            heartbeat.heard()
-        }
+        let step = heartbeat.checkInterval
+        #expect(Self.run(&heartbeat, from: step, to: .seconds(10), answering: true) == nil)
         // One silent interval is not enough to close; the second is.
-        #expect(heartbeat.beat() == .ping)
-        #expect(heartbeat.beat() == .ping)
-        heartbeat.heard()
-        #expect(heartbeat.beat() == .ping)
-        #expect(heartbeat.beat() == .ping)
-        #expect(heartbeat.beat() == .close)
+        let closed = try #require(Self.run(&heartbeat, from: .seconds(10) + step, to: .seconds(13), answering: false))
+        #expect(closed > .seconds(11) && closed <= .seconds(12), "closed at \(closed)")
     }
 }
 
