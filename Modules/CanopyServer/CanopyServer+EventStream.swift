@@ -141,22 +141,21 @@ extension CanopyServer {
             trips.tripped(limit)
             channel.close(promise: nil)
         }
-        let allowed = await Self.listenAndCount(
-            subscriber, path: rest.path, params: params, caller: caller, in: database, metrics: metrics)
+        let allowed = await database.listenAndCount(subscriber, path: rest.path, params: params, caller: caller)
         guard allowed else {
             lease.release()
             return Self.permissionDenied
         }
         connections.streamStarted(subscriber)
         let keepalive = configuration.sseKeepaliveInterval
-        let (metrics, connections) = (metrics, connections)
+        let connections = connections
         let end = OnceAction {
             subscriber.finish()
             subscriber.ended()
             connections.streamEnded(subscriber)
             // Its listener and its place among the open connections go together.
             Task {
-                await Self.dropListensAndUncount(subscriber.subscriberID, in: database, metrics: metrics)
+                await database.dropListensAndUncount(subscriber.subscriberID)
                 lease.release()
             }
         }

@@ -38,6 +38,8 @@ public struct CanopyServer: Sendable {
     let logger: Logger
     private let boundPort = BoundPort()
     let tlsCertificate = TLSCertificateSlot()
+    /// What each realtime session is made with.
+    let realtime: RealtimeContext
 
     public init(configuration: ServerConfiguration, logger: Logger = Logger(label: "canopy")) {
         self.configuration = configuration
@@ -46,15 +48,27 @@ public struct CanopyServer: Sendable {
         self.metrics = metrics
         self.databases = DatabaseRegistry(configuration: configuration, metrics: metrics, logger: logger)
         let trimmer = HeapTrimmer(logger: logger)
-        self.outboundBudget = OutboundBudget(limit: configuration.maxTotalPendingOutboundBytes) {
+        let outboundBudget = OutboundBudget(limit: configuration.maxTotalPendingOutboundBytes) {
             trimmer.trimSoon()
         }
+        self.outboundBudget = outboundBudget
+        let boundPort = boundPort
+        realtime = RealtimeContext(
+            databases: databases, sessions: sessions, connections: connections, authenticator: authenticator,
+            metrics: metrics, limits: RealtimeLimits(configuration), logger: logger, outboundBudget: outboundBudget,
+            flushBatches: flushBatches, defaultNamespace: configuration.defaultNamespace,
+            redirects: configuration.postgresURL != nil,
+            advertisedHost: { requestHost in
+                Self.advertisedHost(requestHost: requestHost, configuration: configuration, boundPort: boundPort)
+            })
     }
 
     /// The `host:port` the hello message advertises (the official clients reconnect there):
     /// ``ServerConfiguration/advertiseHost``, else the `Host` the client connected to (what it can
     /// reach), else the address the server listens on.
-    func advertisedHost(requestHost: String?) -> String {
+    private static func advertisedHost(
+        requestHost: String?, configuration: ServerConfiguration, boundPort: BoundPort
+    ) -> String {
         if let host = configuration.advertiseHost { return host }
         if let requestHost, ServerConfiguration.isValidAdvertisedHost(requestHost) { return requestHost }
         let port = boundPort.value.withLock { $0 } ?? configuration.port

@@ -5,7 +5,7 @@ import Presence
 import Transport
 
 /// Serves one upgraded realtime WebSocket on its event loop: joins split frames into messages for
-/// its ``RealtimeConnection``, answers control frames, and runs the heartbeat.
+/// its ``RealtimeSession``, answers control frames, and runs the heartbeat.
 ///
 /// The ``Heartbeat`` pings the peer every ``ServerConfiguration/heartbeatInterval``; a peer that
 /// sent nothing (not even a pong) for two intervals is treated as gone and its connection closed,
@@ -16,13 +16,15 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
 
-    private let server: CanopyServer
+    private let realtime: RealtimeContext
     private let parameters: [String: String]
     /// The upgrade request's `Host`.
     private let requestHost: String?
-    /// The upgrade request's `X-Forwarded-For` and `X-Forwarded-Proto`.
-    private let forwarded: ForwardedHeaders
-    private var connection: RealtimeConnection?
+    /// Who the client is, for the log.
+    private let origin: ClientOrigin
+    private var session: RealtimeSession?
+    /// The session's connection (while the channel is active).
+    private var connection: RealtimeConnection? { session?.connection }
     private var assembler: FrameAssembler
     private var heartbeat: Heartbeat
     private var heartbeatTask: RepeatedTask?
@@ -31,14 +33,13 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
     /// Set once the connection is being failed: later frames are dropped.
     private var failed = false
 
-    init(server: CanopyServer, parameters: [String: String], requestHost: String?, forwarded: ForwardedHeaders = .none)
-    {
-        self.server = server
+    init(context: RealtimeContext, parameters: [String: String], requestHost: String?, origin: ClientOrigin) {
+        self.realtime = context
         self.parameters = parameters
         self.requestHost = requestHost
-        self.forwarded = forwarded
-        self.assembler = FrameAssembler(maxMessageBytes: server.configuration.maxMessageBytes)
-        self.heartbeat = Heartbeat(interval: server.configuration.heartbeatInterval)
+        self.origin = origin
+        self.assembler = FrameAssembler(maxMessageBytes: context.limits.maxMessageBytes)
+        self.heartbeat = Heartbeat(interval: context.limits.heartbeatInterval)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -56,12 +57,11 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
             context.close(promise: nil)
             return
         }
-        let connection = RealtimeConnection(
-            channel: context.channel, framedOutput: NIOLoopBound(encoder, eventLoop: context.eventLoop), server: server)
-        self.connection = connection
-        connection.open(
-            parameters: parameters, requestHost: requestHost,
-            origin: server.clientOrigin(peer: context.channel.remoteAddress, forwarded: forwarded))
+        let session = RealtimeSession(
+            channel: context.channel, framedOutput: NIOLoopBound(encoder, eventLoop: context.eventLoop),
+            context: realtime)
+        self.session = session
+        session.open(parameters: parameters, requestHost: requestHost, origin: origin)
         let tick = TimeAmount(heartbeat.checkInterval)
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
         heartbeatTask = context.eventLoop.scheduleRepeatedTask(initialDelay: tick, delay: tick) { _ in
@@ -125,15 +125,15 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
     }
 
     private func receive(_ frame: String, context: ChannelHandlerContext) {
-        guard let connection else { return }
+        guard let session else { return }
         do {
             switch try assembler.append(frame) {
-            case .message(let text)?: connection.receive(text)
+            case .message(let text)?: session.receive(text)
             case .keepalive?, nil: break
             }
         } catch {
-            connection.send(.error("\(error)"))
-            connection.closeAfterPendingMessages()
+            session.connection.send(.error("\(error)"))
+            session.connection.closeAfterPendingMessages()
         }
     }
 
@@ -160,13 +160,13 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
     func channelInactive(context: ChannelHandlerContext) {
         heartbeatTask?.cancel()
         heartbeatTask = nil
-        connection?.channelClosed()
-        connection = nil
+        session?.channelClosed()
+        session = nil
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        server.logger.debug("realtime connection error", metadata: ["error": "\(error)"])
+        realtime.logger.debug("realtime connection error", metadata: ["error": "\(error)"])
         switch error {
         case let violation as WebSocketViolation:
             fail(violation, context: context)
@@ -182,7 +182,7 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
     }
 
     private func fail(_ violation: WebSocketViolation, context: ChannelHandlerContext) {
-        server.logger.debug("failing a realtime connection", metadata: ["violation": "\(violation)"])
+        realtime.logger.debug("failing a realtime connection", metadata: ["violation": "\(violation)"])
         fail(code: violation.closeCode, context: context)
     }
 

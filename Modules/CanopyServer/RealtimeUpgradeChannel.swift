@@ -75,10 +75,12 @@ struct RealtimeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                             NIOWebSocketFrameAggregator(
                                 minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1 << 16,
                                 maxAccumulatedFrameSize: maxFrameBytes))
+                        let origin = server.clientOrigin(
+                            peer: channel.remoteAddress, forwarded: ForwardedHeaders(head.headers))
                         try channel.pipeline.syncOperations.addHandler(
                             RealtimeChannelHandler(
-                                server: server, parameters: parameters, requestHost: requestHost,
-                                forwarded: ForwardedHeaders(head.headers)))
+                                context: server.realtime, parameters: parameters, requestHost: requestHost,
+                                origin: origin))
                         return UpgradeResult.realtime
                     }
                 }

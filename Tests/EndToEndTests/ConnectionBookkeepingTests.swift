@@ -73,12 +73,12 @@ struct ConnectionBookkeepingTests {
             try await client.put("presence/x", "online")
             #expect(await server.waitForOpenConnections(2))
             #expect(Self.gauges(server).listeners == 2)
-            let connection = try #require(server.server.sessions.connection(client.hello.sessionID))
+            let session = try #require(server.server.sessions.session(client.hello.sessionID))
             let lease = try await server.server.databases.lease("test")
             let turn = await HeldTurn.hold(lease.database)
             await client.close()
             // Its close took its onDisconnect operations; running them waits for the database.
-            #expect(await Self.eventually { connection.isRetired })
+            #expect(await Self.eventually { session.isRetired })
             let (connections, listeners) = Self.gauges(server)
             #expect(
                 connections == 2 && listeners == 2,
@@ -98,11 +98,11 @@ struct ConnectionBookkeepingTests {
             let old = try await RealtimeTestClient.connect(to: server)
             try await old.requestOK(.onDisconnectPut(path: "presence/x", data: "offline"))
             try await old.put("presence/x", "online")
-            let connection = try #require(server.server.sessions.connection(old.hello.sessionID))
+            let session = try #require(server.server.sessions.session(old.hello.sessionID))
             let lease = try await server.server.databases.lease("test")
             let turn = await HeldTurn.hold(lease.database)
             await old.close()
-            #expect(await Self.eventually { connection.isRetired })
+            #expect(await Self.eventually { session.isRetired })
             // The client is back (its old socket closed first, as after a network change) and
             // says it is online again, in the same write as its upgrade.
             let new = try await RawWebSocket.connect(
@@ -110,7 +110,7 @@ struct ConnectionBookkeepingTests {
                 firstRequest: .put(path: "presence/x", data: "online", hash: nil))
             // Where the new connection does not wait for the old one's writes, it is registered
             // and its write queued on the database at once; a second is ample to see that.
-            _ = await Self.eventually(within: .seconds(1)) { server.server.sessions.connection(new.sessionID) != nil }
+            _ = await Self.eventually(within: .seconds(1)) { server.server.sessions.session(new.sessionID) != nil }
             await turn.release()
             lease.release()
             #expect(try await new.status(of: try #require(new.firstRequestNumber)) == .ok)

@@ -63,9 +63,9 @@ struct RequestFuzzTests {
                 let answer: @Sendable (WriteOutcome) -> Void = {
                     tally.record(input.verdict, input.family, $0.status, text: input.text)
                 }
-                if let write = CanopyServer.write(for: request.action, as: .unauthenticated, answer: answer) {
+                if let write = RealtimeSession.write(for: request.action, as: .unauthenticated, answer: answer) {
                     writes.append(write)
-                } else if let registered = CanopyServer.disconnectOperation(for: request.action) {
+                } else if let registered = RealtimeSession.disconnectOperation(for: request.action) {
                     switch registered {
                     case .success(let operation):
                         operations.append(operation)

@@ -11,24 +11,21 @@ struct AdminAuth {
     var authVariable: JSONValue?
 }
 
-extension CanopyServer {
-    /// `auth` and `gauth`: verifies `credential`; once accepted the connection acts as its caller
+extension RealtimeSession {
+    /// `auth` and `gauth`: verifies `credential`; once accepted the session acts as its caller
     /// (for `gauth` with an `authvar`, as that identity), its listens are checked again, and the
     /// answer carries the `auth` variable and when the credential expires. A refused credential
     /// changes nothing and is answered `invalid_token` or `expired_token` with the reason.
-    func authenticate(
-        _ connection: RealtimeConnection, credential: String, admin: AdminAuth?, request number: Int,
-        database: Database
-    ) async {
+    func authenticate(credential: String, admin: AdminAuth?, request number: Int, database: Database) async {
+        let connection = connection
         func refuse(_ status: ResponseStatus, _ message: String) {
             connection.send(.response(number: number, status: status, data: .string(message)))
         }
         let verified: (caller: Caller, expiresAt: Date?)
         do {
-            verified = try await authenticator.verify(credential)
+            verified = try await context.authenticator.verify(credential)
         } catch {
-            logger.debug(
-                "credential refused", metadata: ["session": "\(connection.sessionID)", "why": "\(error.message)"])
+            context.logger.debug("credential refused", metadata: ["session": "\(id)", "why": "\(error.message)"])
             return refuse(error.status, error.message)
         }
         var caller = verified.caller
@@ -42,7 +39,7 @@ extension CanopyServer {
                 }
             }
         }
-        await connection.setCaller(caller, expiresAt: verified.expiresAt, database: database)
+        await setCaller(caller, expiresAt: verified.expiresAt, database: database)
         var answer: [String: JSONValue] = ["auth": caller.auth?.variable.json() ?? .null]
         if let expiresAt = verified.expiresAt { answer["expires"] = .number(expiresAt.timeIntervalSince1970.rounded()) }
         connection.send(.ok(number, data: .object(answer)))

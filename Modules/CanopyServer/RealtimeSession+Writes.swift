@@ -1,0 +1,60 @@
+import Transport
+import Tree
+
+/// Puts and merges, as steps of ``Database/perform(_:disconnects:)``: the session hands the
+/// consecutive writes of what it received to its database in one turn, so they commit together
+/// and are answered in the order sent.
+extension RealtimeSession {
+    /// A put or merge as a step for ``Database/perform(_:disconnects:)``, answered on the
+    /// session's connection; `nil` for other requests.
+    func write(for request: ClientRequest) -> DatabaseWrite? {
+        Self.write(
+            for: request.action, writeID: request.writeID, as: caller,
+            answer: Self.answer(request.number, on: connection))
+    }
+
+    /// A put or merge as a step for ``Database/perform(_:disconnects:)`` that hands its outcome to
+    /// `answer`; `nil` for other actions. A put or merge at an invalid path becomes a step that
+    /// refuses it. A write named by `writeID` that already ran is answered as it was then, not run
+    /// again (see ``AppliedWrites``).
+    static func write(
+        for action: ClientAction, writeID: WriteID? = nil, as caller: Caller,
+        answer: @escaping @Sendable (WriteOutcome) -> Void
+    ) -> DatabaseWrite? {
+        switch action {
+        case .put(let text, let data, let hash):
+            let path: Path
+            do throws(TreeError) {
+                path = try Path(validating: text)
+            } catch {
+                return refusal(.invalidPath(error), answer: answer)
+            }
+            return { database in
+                database.once(writeID, at: path, reply: answer) { reply in
+                    database.set(path, json: data, expectedHash: hash, as: caller, reply: reply)
+                }
+            }
+        case .merge(let text, let data):
+            let path: Path
+            do throws(TreeError) {
+                path = try Path(validating: text)
+            } catch {
+                return refusal(.invalidPath(error), answer: answer)
+            }
+            return { database in
+                database.once(writeID, at: path, reply: answer) { reply in
+                    database.update(path, json: data, as: caller, reply: reply)
+                }
+            }
+        default:
+            return nil
+        }
+    }
+
+    /// A step that answers `error`, in commit order like every write's answer.
+    private static func refusal(
+        _ error: WriteError, answer: @escaping @Sendable (WriteOutcome) -> Void
+    ) -> DatabaseWrite {
+        { database in database.inCommitOrder { answer(.rejected(error)) } }
+    }
+}
