@@ -1,14 +1,10 @@
-import Auth
 import Foundation
 import Hummingbird
 import HummingbirdCore
 public import Logging
 import NIOCore
-import PostgresStore
-import Rules
 import ServiceLifecycle
 import Synchronization
-import Tree
 import UnixSignals
 
 #if canImport(Glibc)
@@ -40,6 +36,8 @@ public struct CanopyServer: Sendable {
     let tlsCertificate = TLSCertificateSlot()
     /// What each realtime session is made with.
     let realtime: RealtimeContext
+    /// Where requests and connections come from, for redirects, the proxy and the log.
+    let origins: OriginResolver
 
     public init(configuration: ServerConfiguration, logger: Logger = Logger(label: "canopy")) {
         self.configuration = configuration
@@ -52,6 +50,7 @@ public struct CanopyServer: Sendable {
             trimmer.trimSoon()
         }
         self.outboundBudget = outboundBudget
+        origins = OriginResolver(trustedProxies: configuration.trustedProxies, servesTLS: configuration.tls != nil)
         let boundPort = boundPort
         realtime = RealtimeContext(
             databases: databases, sessions: sessions, connections: connections, authenticator: authenticator,
@@ -78,14 +77,12 @@ public struct CanopyServer: Sendable {
     /// The HTTP application with the realtime WebSocket upgrade at `/.ws`.
     func makeApplication(onRunning: @escaping @Sendable (Int) async -> Void) -> some ApplicationProtocol {
         let server = self
-        let responder = CallbackResponder<ServerRequestContext> { request, context in
-            try await server.respond(to: request, context: context)
-        }
         let certificate = tlsCertificate.value.withLock { $0 }
+        let (realtime, origins) = (realtime, origins)
         return Application(
-            responder: responder,
+            responder: makeRouter(),
             server: HTTPServerBuilder { responder in
-                let channel = RealtimeUpgradeChannel(server: server, responder: responder)
+                let channel = RealtimeUpgradeChannel(realtime: realtime, origins: origins, responder: responder)
                 guard let certificate else { return channel }
                 return TLSServerChannel(base: channel, certificate: certificate)
             },
@@ -102,6 +99,23 @@ public struct CanopyServer: Sendable {
             },
             logger: logger
         )
+    }
+
+    /// The controllers of plain HTTP requests, with what each needs of the server.
+    func makeRouter() -> ServerRouter {
+        let eventStreams = EventStreamController(
+            connections: connections, metrics: metrics, outboundBudget: outboundBudget,
+            maxPendingBytes: configuration.maxPendingOutboundBytes,
+            keepaliveInterval: configuration.sseKeepaliveInterval, logger: logger)
+        let forwarder = RESTForwarder(
+            forwarding: configuration.restForwarding, origins: origins, nodeName: configuration.nodeName,
+            caFile: configuration.tlsCAFile, maxPendingBytes: configuration.maxPendingOutboundBytes, logger: logger)
+        let rest = RESTController(
+            databases: databases, authenticator: authenticator, eventStreams: eventStreams, forwarder: forwarder,
+            defaultNamespace: configuration.defaultNamespace, maxBodyBytes: configuration.maxMessageBytes,
+            logger: logger)
+        return ServerRouter(
+            status: StatusController(metrics: metrics), rest: rest, origins: origins, metrics: metrics, logger: logger)
     }
 
     /// Runs until cancelled or, with `handleSignals`, until SIGINT/SIGTERM; then shuts down
@@ -161,105 +175,6 @@ public struct CanopyServer: Sendable {
             throw StartupError.cannotListen(host: configuration.host, port: configuration.port, errno: nil)
         }
         logger.notice("canopy-server stopped")
-    }
-
-    /// What the "listening" log line tells: where, the version, where the data lives, the rules file.
-    func startupFacts(port: Int) -> Logger.Metadata {
-        var facts: Logger.Metadata = [
-            "host": "\(configuration.host)", "port": "\(port)", "version": "\(Self.version)",
-            "data": "\(configuration.postgresURL != nil ? "postgresql" : configuration.dataDirectory ?? "in-memory")",
-        ]
-        if let rules = configuration.rulesFile { facts["rules"] = "\(rules)" }
-        if servesTLS { facts["tls"] = "https, wss" }
-        return facts
-    }
-
-    /// This machine's name as the kernel has it (`ProcessInfo.hostName` may ask DNS, and wait).
-    private static func hostName() -> String {
-        var buffer = [CChar](repeating: 0, count: 256)
-        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "localhost" }
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    /// With ``ServerConfiguration/postgresURL``: starts the connection pool, checks that PostgreSQL
-    /// answers and migrates it, before anything is served.
-    private func preparePostgres() async throws(StartupError) -> (storage: PostgresStorage, pool: Task<Void, Never>)? {
-        guard let url = configuration.postgresURL else { return nil }
-        let location: PostgresLocation
-        do {
-            location = try PostgresLocation(url)
-        } catch {
-            throw .store(problem: error.description)
-        }
-        let node = configuration.nodeName ?? "\(Self.hostName()):\(configuration.port)"
-        let storage = PostgresStorage(
-            location: location, node: node, host: configuration.advertiseHost,
-            leaseDuration: configuration.leaseDuration, logger: logger)
-        let pool = Task { await storage.run() }
-        do {
-            try await storage.prepare()
-        } catch {
-            pool.cancel()
-            throw .store(problem: error.description)
-        }
-        await databases.usePostgres(storage) { [sessions] database in sessions.closeAll(using: database) }
-        logger.notice("keeping namespaces in PostgreSQL", metadata: ["store": "\(location)", "node": "\(node)"])
-        if let host = configuration.advertiseHost, !host.hasPrefix("s-") {
-            logger.warning(
-                """
-                the advertised host does not begin with s-: the official JavaScript SDK falls back to \
-                the host it was configured with only from a remembered host beginning with s-, so its \
-                clients would keep trying this one after it stops
-                """, metadata: ["host": "\(host)"])
-        }
-        return (storage, pool)
-    }
-
-    /// Makes the token verifier and reads the rules file, before anything is served.
-    private func prepareAuthentication() async throws(StartupError) {
-        var authentication = configuration.authentication
-        authentication.acceptsOwner = configuration.acceptsOwner
-        do {
-            authenticator.start(
-                try await TokenVerifier(configuration: authentication), ownerRefusal: configuration.ownerRefusal)
-        } catch {
-            throw .authentication(error)
-        }
-        if let file = configuration.rulesFile {
-            let text: String
-            do {
-                text = try String(contentsOfFile: file, encoding: .utf8)
-            } catch {
-                throw .rules(path: file, problem: "cannot read it (\(error.localizedDescription))")
-            }
-            do {
-                await databases.useRules(StartupRules(text: text, document: try RulesDocument(parsing: text)))
-            } catch {
-                throw .rules(path: file, problem: error.description)
-            }
-        }
-        if configuration.authentication.isEmulator {
-            logger.warning(
-                "emulator mode: 'owner' is the admin and unsigned tokens are accepted; do not expose this server")
-        } else if authentication.acceptsOwner {
-            logger.notice(
-                """
-                development server: no credential is configured, so 'owner' is the admin (as in the Firebase \
-                emulator) and a namespace without rules allows everyone everything; --admin-secret, \
-                --auth-secret or --jwks-file end this
-                """)
-        }
-    }
-
-    static func queryParameters(of target: String) -> [String: String] {
-        guard let query = target.split(separator: "?", maxSplits: 1).dropFirst().first else { return [:] }
-        var parameters: [String: String] = [:]
-        for pair in query.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = String(parts[0])
-            parameters[name] = parts.count > 1 ? (String(parts[1]).removingPercentEncoding ?? String(parts[1])) : ""
-        }
-        return parameters
     }
 }
 

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import HummingbirdCore
 import Logging
@@ -29,24 +30,30 @@ struct RealtimeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
     }
 
     let responder: HTTPChannelHandler.Responder
-    let server: CanopyServer
+    /// What each realtime session is made with.
+    let realtime: RealtimeContext
+    let origins: OriginResolver
 
-    init(server: CanopyServer, responder: @escaping HTTPChannelHandler.Responder) {
-        self.server = server
+    init(realtime: RealtimeContext, origins: OriginResolver, responder: @escaping HTTPChannelHandler.Responder) {
+        self.realtime = realtime
+        self.origins = origins
         self.responder = Self.redirectingLateUpgrades(responder)
     }
 
+    /// The largest message (and HTTP body) served.
+    private var maxMessageBytes: Int { realtime.limits.maxMessageBytes }
+
     /// WebSocket frames above this size are refused by the decoder; messages are capped more
     /// precisely by ``FrameAssembler``.
-    var maxFrameBytes: Int { max(1 << 20, min(server.configuration.maxMessageBytes, 1 << 24)) }
+    var maxFrameBytes: Int { max(1 << 20, min(maxMessageBytes, 1 << 24)) }
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             let upgradeAttempted = NIOLoopBoundBox(false, eventLoop: channel.eventLoop)
-            let framing = RequestFramingMeter(maxChunkBytes: server.configuration.maxMessageBytes)
-            let errorHandler = HTTPErrorHandler(framing: framing, maxBodyBytes: server.configuration.maxMessageBytes)
+            let framing = RequestFramingMeter(maxChunkBytes: maxMessageBytes)
+            let errorHandler = HTTPErrorHandler(framing: framing, maxBodyBytes: maxMessageBytes)
             let httpOnlyHandlers = NIOLoopBound((framing, errorHandler), eventLoop: channel.eventLoop)
-            let server = self.server
+            let (realtime, origins) = (self.realtime, self.origins)
             let maxFrameBytes = self.maxFrameBytes
             let upgrader = NIOTypedWebSocketServerUpgrader<UpgradeResult>(
                 maxFrameSize: maxFrameBytes,
@@ -69,17 +76,17 @@ struct RealtimeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                 },
                 upgradePipelineHandler: { channel, head in
                     channel.eventLoop.makeCompletedFuture {
-                        let parameters = CanopyServer.queryParameters(of: head.uri)
+                        let parameters = Self.queryParameters(of: head.uri)
                         let requestHost = head.headers["Host"].first
                         try channel.pipeline.syncOperations.addHandler(
                             NIOWebSocketFrameAggregator(
                                 minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1 << 16,
                                 maxAccumulatedFrameSize: maxFrameBytes))
-                        let origin = server.clientOrigin(
+                        let origin = origins.origin(
                             peer: channel.remoteAddress, forwarded: ForwardedHeaders(head.headers))
                         try channel.pipeline.syncOperations.addHandler(
                             RealtimeChannelHandler(
-                                context: server.realtime, parameters: parameters, requestHost: requestHost,
+                                context: realtime, parameters: parameters, requestHost: requestHost,
                                 origin: origin))
                         return UpgradeResult.realtime
                     }
@@ -89,7 +96,8 @@ struct RealtimeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                 upgraders: [upgrader],
                 notUpgradingCompletionHandler: { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: server.servesTLS))
+                        try channel.pipeline.syncOperations.addHandler(
+                            HTTP1ToHTTPServerCodec(secure: origins.servesTLS))
                         try channel.pipeline.syncOperations.addHandler(
                             HTTPConnectionStateHandler(idleTimeout: nil, logger: logger))
                         let http = try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(
@@ -146,6 +154,18 @@ struct RealtimeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
         } catch {
             logger.trace("could not answer a refused upgrade", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// The parameters of a request target's query, percent-decoded.
+    static func queryParameters(of target: String) -> [String: String] {
+        guard let query = target.split(separator: "?", maxSplits: 1).dropFirst().first else { return [:] }
+        var parameters: [String: String] = [:]
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = String(parts[0])
+            parameters[name] = parts.count > 1 ? (String(parts[1]).removingPercentEncoding ?? String(parts[1])) : ""
+        }
+        return parameters
     }
 
     /// NIO upgrades only on a connection's first request. A client asking for a WebSocket later on

@@ -106,6 +106,7 @@ struct RequestFuzzTests {
         configuration.fsync = false
         let logger = TestServer.makeLogger()
         let server = CanopyServer(configuration: configuration, logger: logger)
+        let router = server.makeRouter()
         let channel = NIOAsyncTestingChannel()
         let context = ServerRequestContext(source: ApplicationRequestContextSource(channel: channel, logger: logger))
         let tally = Tally()
@@ -114,7 +115,7 @@ struct RequestFuzzTests {
             let head = HTTPRequest(method: method, scheme: "http", authority: "127.0.0.1", path: target)
             let request = Request(head: head, body: RequestBody(buffer: ByteBuffer(string: body)))
             do {
-                return Int(try await server.respond(to: request, context: context).status.code)
+                return Int(try await router.respond(to: request, context: context).status.code)
             } catch {
                 return -1
             }

@@ -3,12 +3,12 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 
-extension CanopyServer {
+extension RESTController {
     /// Why a REST request's credentials were not accepted.
     struct CredentialRefusal: Error {
         let message: String
 
-        var response: Response { CanopyServer.error(.unauthorized, message) }
+        var response: Response { RESTResponse.error(.unauthorized, message) }
     }
 
     /// Who a REST request acts as, and until when (`nil`: no end): the credential of `?auth=`,

@@ -6,10 +6,22 @@ import NIOCore
 import NIOHTTP1
 import NIOSSL
 import Synchronization
+import Tree
 
-/// REST requests for a namespace another process of the cluster serves: passed on to it as a
-/// proxy (see ``RESTForwarding``).
-extension CanopyServer {
+/// REST requests for a namespace another process of the cluster serves: redirected or passed on
+/// to it as a proxy (see ``RESTForwarding``).
+struct RESTForwarder: Sendable {
+    let forwarding: RESTForwarding
+    let origins: OriginResolver
+    /// What this process calls itself in ``forwardedBy``.
+    let nodeName: String?
+    /// The file of the authorities the other processes' certificates are verified against, beside
+    /// the system's (``ServerConfiguration/tlsCAFile``).
+    let caFile: String?
+    /// Bytes of a proxied event stream held for a client that does not read them.
+    let maxPendingBytes: Int
+    let logger: Logger
+
     /// Marks a request this process passes on, so that a process that does not serve the namespace
     /// either (it moved meanwhile) answers it rather than passing it on again.
     static let forwardedBy = HTTPField.Name("Canopy-Forwarded-By")!
@@ -56,12 +68,12 @@ extension CanopyServer {
     /// (``ServerConfiguration/restForwarding``); one another process passed on is not passed on again.
     func forward(_ request: Request, to host: String, namespace: String, channel: any Channel) async -> Response {
         if request.headers[Self.forwardedBy] != nil {
-            return Self.error(
+            return RESTResponse.error(
                 .serviceUnavailable,
                 "Namespace \"\(namespace)\" moved to \(host) while this request was on its way; retry")
         }
-        let origin = clientOrigin(of: request, channel: channel)
-        guard configuration.restForwarding.proxies(hasAuthorization: request.headers[.authorization] != nil) else {
+        let origin = origins.origin(of: request, channel: channel)
+        guard forwarding.proxies(hasAuthorization: request.headers[.authorization] != nil) else {
             return Self.redirect(request, to: host, namespace: namespace, origin: origin)
         }
         return await proxy(request, to: host, namespace: namespace, origin: origin, channel: channel)
@@ -79,7 +91,7 @@ extension CanopyServer {
     ) async -> Response {
         // Every process of a cluster serves TLS or none does (the SDKs keep their scheme when sent to
         // another), so the owner speaks this process's scheme.
-        let upstreamScheme = servesTLS ? "https" : "http"
+        let upstreamScheme = origins.servesTLS ? "https" : "http"
         var outbound = HTTPClientRequest(
             url: "\(upstreamScheme)://\(host)" + Self.pathAndQuery(of: request, namespace: namespace))
         outbound.method = HTTPMethod(rawValue: request.method.rawValue)
@@ -94,7 +106,7 @@ extension CanopyServer {
             let chain = request.headers[values: HTTPField.Name(ForwardedHeaders.forwardedForName)!] + [peer]
             outbound.headers.replaceOrAdd(name: ForwardedHeaders.forwardedForName, value: chain.joined(separator: ", "))
         }
-        outbound.headers.add(name: Self.forwardedBy.rawName, value: configuration.nodeName ?? "canopy-server")
+        outbound.headers.add(name: Self.forwardedBy.rawName, value: nodeName ?? "canopy-server")
         if let length = request.headers[.contentLength].flatMap(Int64.init) {
             outbound.body = .stream(request.body, length: .known(length))
         } else if request.headers[.transferEncoding] != nil {
@@ -102,13 +114,13 @@ extension CanopyServer {
         }
         let answer: HTTPClientResponse
         do {
-            answer = try await Self.forwardingClient(trusting: configuration.tlsCAFile).execute(
+            answer = try await Self.forwardingClient(trusting: caFile).execute(
                 outbound, deadline: .distantFuture, logger: nil)
         } catch {
             logger.warning(
                 "could not pass a request on to the process serving its namespace",
                 metadata: ["namespace": "\(namespace)", "host": "\(host)", "error": "\(error)"])
-            return Self.error(
+            return RESTResponse.error(
                 .badGateway, "Namespace \"\(namespace)\" is served at \(host), which did not answer: \(error)")
         }
         var headers = HTTPFields()
@@ -123,7 +135,7 @@ extension CanopyServer {
             request.method == .get && request.headers[.accept]?.contains("text/event-stream") == true
         let body =
             isEventStream
-            ? await relay(answer.body, to: channel, limit: configuration.maxPendingOutboundBytes)
+            ? await relay(answer.body, to: channel, limit: maxPendingBytes)
             : ResponseBody(asyncSequence: answer.body)
         return Response(status: status, headers: headers, body: body)
     }
@@ -167,5 +179,29 @@ extension CanopyServer {
             }
             try await writer.finish(nil)
         }
+    }
+
+    /// `307 Temporary Redirect` to the same path on `host`, the process serving `namespace`, with
+    /// `ns=` in the query (the namespace may have come from this request's host name). Method and
+    /// body are kept by clients that follow a 307 (curl -L, Python's requests, firebase-admin).
+    /// The scheme is the one the client used (`origin`).
+    static func redirect(_ request: Request, to host: String, namespace: String, origin: ClientOrigin) -> Response {
+        var headers = HTTPFields()
+        headers[.location] = "\(origin.scheme)://\(host)" + pathAndQuery(of: request, namespace: namespace)
+        headers[.contentType] = "application/json; charset=utf-8"
+        let text = JSONValue.object(["error": .string("Namespace \"\(namespace)\" is served at \(host)")]).serialized()
+        return Response(
+            status: .temporaryRedirect, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    /// The path and query of `request` as received, byte for byte (URLComponents' setters end the
+    /// process on characters they do not expect, which a client chooses), with `ns=namespace` (the
+    /// namespace may have come from the request's host name; its name needs no escaping).
+    static func pathAndQuery(of request: Request, namespace: String) -> String {
+        var parameters = (request.uri.query ?? "").split(separator: "&").filter {
+            $0.prefix { $0 != "=" } != "ns"
+        }
+        parameters.append("ns=\(namespace)")
+        return "\(request.uri.path)?" + parameters.joined(separator: "&")
     }
 }

@@ -1,0 +1,92 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import Query
+import Transport
+import Tree
+
+/// Reads (`GET`, `HEAD`, with queries, `shallow`, ETags) and writes (`PUT`, `PATCH`, `POST`,
+/// `DELETE`, conditional on `If-Match`).
+extension RESTController {
+    func read(_ rest: RESTRequest, request: Request, caller: Caller, database: Database) async -> Response {
+        let params: QueryParams
+        do {
+            params = try QueryParams(restParameters: rest.parameters)
+        } catch {
+            return RESTResponse.error(.badRequest, error.description)
+        }
+        guard let node = await database.read(rest.path, params: params, caller: caller) else {
+            return RESTResponse.permissionDenied
+        }
+        // The hash of a large location costs more than writing it: only when asked for.
+        let wantsETag = request.headers[HTTPField.Name("X-Firebase-ETag")!] == "true"
+        var headers = HTTPFields()
+        if let expected = request.headers[.ifNoneMatch] {
+            let etag = RESTResponse.etag(node)
+            headers[.eTag] = etag
+            if expected == etag { return Response(status: .notModified, headers: headers) }
+        } else if wantsETag {
+            headers[.eTag] = RESTResponse.etag(node)
+        }
+        let shallow = rest.parameters["shallow"] == "true"
+        if shallow, !node.isLeaf, !node.isEmpty {
+            let value = JSONValue.object(
+                Dictionary(uniqueKeysWithValues: node.children.map { ($0.key.string, JSONValue.bool(true)) }))
+            return RESTResponse.json(value, status: .ok, headers: headers, rest: rest)
+        }
+        if rest.parameters["print"] == "silent" { return Response(status: .noContent, headers: headers) }
+        let text = node.jsonText(
+            exportFormat: !shallow && rest.parameters["format"] == "export", arrayAtTop: params.loadsAllData,
+            pretty: rest.parameters["print"] == "pretty")
+        headers[.contentType] = "application/json; charset=utf-8"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    /// `nil` when the write was not stored because the namespace moved to another process.
+    func write(
+        _ method: HTTPRequest.Method, json: JSONValue, rest: RESTRequest, request: Request, caller: Caller,
+        database: Database
+    ) async -> Response? {
+        let ifMatch = request.headers[.ifMatch]
+        let expectedHash = ifMatch.map { $0 == "null_etag" ? "" : $0 }
+        var answer = json
+        let outcome: WriteOutcome
+        switch method {
+        case .patch:
+            outcome = await database.update(rest.path, json: json, as: caller)
+        case .post:
+            let id = database.pushIDs.next(now: Int64(Database.now()))
+            answer = ["name": .string(id)]
+            outcome = await database.set(
+                rest.path.child(ChildKey(id)), json: json, expectedHash: expectedHash, as: caller)
+        default:
+            outcome = await database.set(rest.path, json: json, expectedHash: expectedHash, as: caller)
+        }
+        switch outcome {
+        case .ok(let value):
+            var headers = HTTPFields()
+            if ifMatch != nil { headers[.eTag] = RESTResponse.etag(value) }
+            if method == .put { answer = value.json(exportFormat: rest.parameters["format"] == "export") }
+            if method == .delete { answer = .null }
+            return RESTResponse.json(answer, status: .ok, headers: headers, rest: rest)
+        case .datastale(let current):
+            var headers = HTTPFields()
+            headers[.eTag] = RESTResponse.etag(current)
+            // The current value in the shape a GET gives (firebase-admin hands it to the next
+            // transaction attempt in place of a fresh read).
+            let body = current.json(exportFormat: rest.parameters["format"] == "export")
+            return RESTResponse.json(body, status: .preconditionFailed, headers: headers, rest: rest)
+        case .rejected(let error) where error == .permissionDenied:
+            return RESTResponse.permissionDenied
+        case .rejected(let error) where error.isMoved:
+            return nil
+        case .rejected(let error) where error.status == .unavailable:
+            return RESTResponse.error(.serviceUnavailable, error.message)
+        case .rejected(let error) where error.status == .storageError:
+            return RESTResponse.error(.internalServerError, error.message)
+        case .rejected(let error):
+            return RESTResponse.error(.badRequest, error.message)
+        }
+    }
+}

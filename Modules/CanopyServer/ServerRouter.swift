@@ -1,0 +1,34 @@
+import Hummingbird
+import Logging
+import Prometheus
+
+/// Routes each plain HTTP request to its controller: CORS preflights (`OPTIONS`, any path),
+/// ``StatusController`` (`/health`, `/metrics`) and ``RESTController`` (everything else); every
+/// answer readable by a browser page of any origin.
+struct ServerRouter: HTTPResponder {
+    let status: StatusController
+    let rest: RESTController
+    let origins: OriginResolver
+    let metrics: ServerMetrics
+    let logger: Logger
+
+    func respond(to request: Request, context: ServerRequestContext) async throws -> Response {
+        metrics.restRequests.increment()
+        logger.debug(
+            "REST request",
+            metadata: [
+                "method": "\(request.method)", "path": "\(request.uri.path)",
+                "client": "\(origins.origin(of: request, channel: context.channel))",
+            ])
+        var response =
+            if request.method == .options {
+                CORS.preflight(request)
+            } else if StatusController.paths.contains(request.uri.path) {
+                status.respond(to: request)
+            } else {
+                try await rest.respond(to: request, channel: context.channel)
+            }
+        CORS.allow(&response.headers)
+        return response
+    }
+}
