@@ -85,9 +85,8 @@ public final class RealtimeClient: Sendable {
         trust: TLSTrust, keepaliveInterval: Duration, logger: Logger
     ) async throws(RealtimeClientError) -> RealtimeClient {
         let connection = RealtimeConnection(
-            url: endpoint.webSocketURL(lastSession: lastSession), keepaliveInterval: keepaliveInterval,
-            logger: logger)
-        connection.start(tlsConfiguration: tls) { error in
+            endpoint: endpoint, lastSession: lastSession, keepaliveInterval: keepaliveInterval, logger: logger)
+        connection.start(tlsConfiguration: tls, timeout: timeout) { error in
             trust.refusal(of: error, host: endpoint.host, port: endpoint.port)
         }
         let hello = try await connection.waitForHello(timeout: timeout)

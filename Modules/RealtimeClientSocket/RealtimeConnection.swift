@@ -1,32 +1,26 @@
-import HummingbirdWSClient
 import Logging
+import NIOCore
 import NIOSSL
-import NIOWebSocket
 import Synchronization
 import Transport
 import Tree
 
-/// The running side of one ``RealtimeClient``: a task that holds the WebSocket, reads and
-/// assembles frames, writes queued frames in order and sends keepalives.
+/// The running side of one ``RealtimeClient``: a ``RealtimeSocket`` whose frames it joins and
+/// decodes into the client's message stream, after checking that the first is a hello, and which
+/// it sends keepalives on.
 ///
-/// The reader, the writer and the keepalive run as three child tasks; the first to end (the server
-/// closed, a malformed message, a close requested, a network error) ends the other two, and the
-/// library then completes the WebSocket close handshake.
-final class RealtimeConnection: Sendable {
-    /// What the writer sends next.
-    enum Outgoing: Sendable {
-        /// Text frames of one message, sent back to back.
-        case frames([String])
-        /// A close handshake.
-        case close
-    }
-
+/// It is the socket's delegate: frames arrive on the socket's event loop; the client's calls come
+/// from any task, so the state it shares with them is behind a lock.
+final class RealtimeConnection: RealtimeSocketDelegate, Sendable {
     private struct State {
         var reason: RealtimeClientError?
         var isFinished = false
         var isGreeted = false
         var lastSent = ContinuousClock.now
-        var task: Task<Void, Never>?
+        /// The socket, once upgraded.
+        var socket: RealtimeSocket?
+        var assembler = FrameAssembler()
+        var keepalive: Task<Void, Never>?
     }
 
     /// How long a close handshake may take before the socket is dropped.
@@ -34,25 +28,26 @@ final class RealtimeConnection: Sendable {
     /// The largest WebSocket message read (a protocol frame holds at most 16,384 characters).
     static let maxWebSocketMessageBytes = 1 << 24
 
+    let endpoint: RealtimeEndpoint
     let url: String
+    private let target: String
     let keepaliveInterval: Duration
     let logger: Logger
     let messages: AsyncStream<ServerMessage>
     private let messageSink: AsyncStream<ServerMessage>.Continuation
-    private let outgoing: AsyncStream<Outgoing>
-    private let outgoingSink: AsyncStream<Outgoing>.Continuation
     private let helloSignal: AsyncStream<Result<RealtimeHello, RealtimeClientError>>
     private let helloSink: AsyncStream<Result<RealtimeHello, RealtimeClientError>>.Continuation
     private let state = Mutex(State())
 
-    init(url: String, keepaliveInterval: Duration, logger: Logger) {
-        self.url = url
+    init(endpoint: RealtimeEndpoint, lastSession: String?, keepaliveInterval: Duration, logger: Logger) {
+        self.endpoint = endpoint
+        url = endpoint.webSocketURL(lastSession: lastSession)
+        target = endpoint.webSocketTarget(lastSession: lastSession)
         self.keepaliveInterval = keepaliveInterval
         var logger = logger
         logger[metadataKey: "canopy.url"] = .string(url)
         self.logger = logger
         (messages, messageSink) = AsyncStream.makeStream()
-        (outgoing, outgoingSink) = AsyncStream.makeStream()
         (helloSignal, helloSink) = AsyncStream.makeStream()
     }
 
@@ -63,11 +58,13 @@ final class RealtimeConnection: Sendable {
 
     // MARK: Opening
 
-    /// Starts connecting (with TLS when `tlsConfiguration` is given); `refusal` tells a failure
-    /// that is the server's certificate being refused, and why.
-    func start(tlsConfiguration: TLSConfiguration?, refusal: @escaping @Sendable (any Error) -> String?) {
-        let task = Task { await self.run(tlsConfiguration: tlsConfiguration, refusal: refusal) }
-        state.withLock { $0.task = task }
+    /// Starts connecting (with TLS when `tlsConfiguration` is given, the connect and the upgrade
+    /// each bounded by `timeout`); `refusal` tells a failure that is the server's certificate being
+    /// refused, and why.
+    func start(
+        tlsConfiguration: TLSConfiguration?, timeout: Duration, refusal: @escaping @Sendable (any Error) -> String?
+    ) {
+        Task { await self.run(tlsConfiguration: tlsConfiguration, timeout: timeout, refusal: refusal) }
     }
 
     /// Waits for the hello; on timeout (or cancellation) abandons the connection and throws.
@@ -102,88 +99,112 @@ final class RealtimeConnection: Sendable {
         }
     }
 
-    /// Ends a connection that is not wanted any more: a close handshake if the WebSocket is open,
-    /// else cancelling the connection task. A server that accepted the TCP connection but never
-    /// answers the upgrade keeps the socket until it closes it (the WebSocket library gives no
-    /// handle on the socket before the upgrade).
+    /// Ends a connection that is not wanted any more: a close handshake if it is upgraded (one
+    /// still waiting for the upgrade is closed by the upgrade timeout).
     private func abandon(_ reason: RealtimeClientError) {
         end(reason)
-        outgoingSink.yield(.close)
-        state.withLock { $0.task }?.cancel()
+        state.withLock { $0.socket }?.close()
     }
 
     // MARK: Running
 
-    private func run(tlsConfiguration: TLSConfiguration?, refusal: @Sendable (any Error) -> String?) async {
-        let configuration = WebSocketClientConfiguration(
-            maxFrameSize: Self.maxWebSocketMessageBytes, closeTimeout: Self.closeTimeout, autoPing: .disabled)
+    private func run(
+        tlsConfiguration: TLSConfiguration?, timeout: Duration, refusal: @Sendable (any Error) -> String?
+    ) async {
+        var configuration = RealtimeSocket.Configuration()
+        configuration.maxFrameSize = Self.maxWebSocketMessageBytes
+        configuration.closeTimeout = .nanoseconds(Int64(Self.closeTimeout / .nanoseconds(1)))
+        configuration.connectTimeout = .nanoseconds(Int64(timeout / .nanoseconds(1)))
+        configuration.upgradeTimeout = configuration.connectTimeout
         do {
-            let closeFrame = try await WebSocketClient.connect(
-                url: url, configuration: configuration, tlsConfiguration: tlsConfiguration, logger: logger
-            ) { inbound, outbound, _ in
-                try await self.handle(inbound: inbound, outbound: outbound)
-            }
-            if let closeFrame {
-                let reason = closeFrame.reason.map { ", \($0)" } ?? ""
-                end(.closed("the server closed the connection (\(closeFrame.closeCode)\(reason))"))
-            } else {
-                end(.closed("the server closed the connection"))
-            }
+            let context = try tlsConfiguration.map { try NIOSSLContext(configuration: $0) }
+            _ = try await RealtimeSocket.connect(
+                host: endpoint.host, port: endpoint.port, target: target, tls: context, configuration: configuration
+            ) { self }
+        } catch RealtimeSocketError.cannotConnect(_, let cause), RealtimeSocketError.notUpgraded(_, let cause) {
+            end(refusal(cause).map { .certificateRefused($0) } ?? .connectFailed("\(url): \(cause)"))
+            finish()
+            return
         } catch {
-            if state.withLock({ $0.isGreeted }) {
-                end(.closed("connection lost: \(error)"))
-            } else if let reason = refusal(error) {
-                end(.certificateRefused(reason))
+            end(.connectFailed("\(url): \(error)"))
+            finish()
+            return
+        }
+        let keepalive = Task { await self.sendKeepalives() }
+        let isFinished = state.withLock { state in
+            state.keepalive = keepalive
+            return state.isFinished
+        }
+        if isFinished { keepalive.cancel() }
+    }
+
+    /// Sends a keepalive `"0"` whenever nothing was sent for ``keepaliveInterval``.
+    private func sendKeepalives() async {
+        while !Task.isCancelled {
+            let now = ContinuousClock.now
+            let (due, socket): (ContinuousClock.Instant?, RealtimeSocket?) = state.withLock { state in
+                let due = state.lastSent + keepaliveInterval
+                guard now >= due else { return (due, nil) }
+                state.lastSent = now
+                return (nil, state.socket)
+            }
+            if let due {
+                do {
+                    try await Task.sleep(until: due, clock: .continuous)
+                } catch {
+                    return
+                }
             } else {
-                end(.connectFailed("\(url): \(error)"))
+                socket?.send(frames: ["0"])
             }
-        }
-        finish()
-    }
-
-    private func handle(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async throws {
-        state.withLock { $0.lastSent = .now }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await self.read(inbound) }
-            group.addTask { try await self.write(to: outbound) }
-            group.addTask { try await self.sendKeepalives() }
-            _ = try await group.next()
-            group.cancelAll()
         }
     }
 
-    /// Reads frames until the server closes or a message ends the connection.
-    private func read(_ inbound: WebSocketInboundStream) async throws {
-        var assembler = FrameAssembler()
-        for try await message in inbound.messages(maxSize: Self.maxWebSocketMessageBytes) {
-            guard case .text(let frame) = message else {
-                malformed("a binary WebSocket message", text: "")
-                finish()
-                return
-            }
-            let text: String
-            do {
-                guard case .message(let assembled)? = try assembler.append(frame) else { continue }
-                text = assembled
+    // MARK: From the socket (on its event loop)
+
+    func opened(_ socket: RealtimeSocket) {
+        state.withLock { state in
+            state.socket = socket
+            state.lastSent = .now
+        }
+    }
+
+    func received(_ frame: ByteBuffer, output: inout RealtimeSocketOutput) {
+        let frame = String(buffer: frame)
+        let assembled = state.withLock { state -> Result<String?, ProtocolError> in
+            do throws(ProtocolError) {
+                guard case .message(let text)? = try state.assembler.append(frame) else { return .success(nil) }
+                return .success(text)
             } catch {
-                malformed("\(error)", text: frame)
-                finish()
-                return
-            }
-            let decoded: ServerMessage
-            do {
-                decoded = try ServerMessage(json: JSONValue(parsing: text))
-            } catch {
-                malformed("\(error)", text: text)
-                finish()
-                return
-            }
-            guard deliver(decoded, text: text) else {
-                // The end is decided: readers learn it now, while the close handshake goes on.
-                finish()
-                return
+                return .failure(error)
             }
         }
+        let text: String
+        switch assembled {
+        case .success(let assembled?):
+            text = assembled
+        case .success(nil):
+            return
+        case .failure(let error):
+            malformed("\(error)", text: frame, output: &output)
+            return
+        }
+        let decoded: ServerMessage
+        do {
+            decoded = try ServerMessage(json: JSONValue(parsing: text))
+        } catch {
+            malformed("\(error)", text: text, output: &output)
+            return
+        }
+        if !deliver(decoded, text: text) {
+            // The end is decided: readers learn it now, and the connection is closed.
+            finish()
+            output.closeConnection()
+        }
+    }
+
+    func receivedBinary(_ frame: ByteBuffer, output: inout RealtimeSocketOutput) {
+        malformed("a binary WebSocket message", text: "", output: &output)
     }
 
     /// Hands `message` on; returns whether the connection goes on.
@@ -218,63 +239,53 @@ final class RealtimeConnection: Sendable {
         return true
     }
 
-    private func malformed(_ reason: String, text: String) {
+    private func malformed(_ reason: String, text: String, output: inout RealtimeSocketOutput) {
         logger.error(
             "Malformed message from the server: \(reason)", metadata: ["canopy.message": "\(text.prefix(200))"])
         let isGreeted = state.withLock { $0.isGreeted }
         end(
             isGreeted ? .closed("malformed message: \(reason)") : .connectFailed("\(url): malformed message: \(reason)")
         )
+        finish()
+        output.closeConnection()
     }
 
-    /// Writes queued frames in order until a close is asked for (then runs the handshake) or the
-    /// connection ends.
-    private func write(to outbound: WebSocketOutboundWriter) async throws {
-        for await item in outgoing {
-            switch item {
-            case .frames(let frames):
-                for frame in frames { try await outbound.write(.text(frame)) }
-                state.withLock { $0.lastSent = .now }
-            case .close:
-                try await outbound.close(.normalClosure, reason: nil)
-                // The reader ends when the server answers the close; this bounds the wait.
-                try await Task.sleep(for: Self.closeTimeout)
-                return
-            }
+    func closed(_ reason: RealtimeSocketCloseReason) {
+        let (isUpgraded, isGreeted) = state.withLock { ($0.socket != nil, $0.isGreeted) }
+        // Before the upgrade, the connect fails and says why.
+        guard isUpgraded else { return }
+        switch reason {
+        case .closeFrame(let code, let text):
+            let detail = (code.map(String.init) ?? "no status") + (text.isEmpty ? "" : ", \(text)")
+            end(.closed("the server closed the connection (\(detail))"))
+        case .closedByClient:
+            end(.closed("closed by the client"))
+        case .lost(let error?):
+            end(isGreeted ? .closed("connection lost: \(error)") : .connectFailed("\(url): \(error)"))
+        case .lost(nil):
+            end(.closed("the server closed the connection"))
         }
-    }
-
-    /// Queues a keepalive `"0"` whenever nothing was sent for ``keepaliveInterval``.
-    private func sendKeepalives() async throws {
-        while true {
-            let now = ContinuousClock.now
-            let due: ContinuousClock.Instant? = state.withLock { state in
-                let due = state.lastSent + keepaliveInterval
-                guard now >= due else { return due }
-                state.lastSent = now
-                return nil
-            }
-            if let due {
-                try await Task.sleep(until: due, clock: .continuous)
-            } else {
-                outgoingSink.yield(.frames(["0"]))
-            }
-        }
+        finish()
     }
 
     // MARK: Sending and ending
 
     /// Queues the frames of `text`; false once the connection is ending.
     func send(_ text: String) -> Bool {
-        guard state.withLock({ $0.reason == nil }) else { return false }
-        if case .enqueued = outgoingSink.yield(.frames(FrameAssembler.frames(for: text))) { return true }
-        return false
+        let socket = state.withLock { state -> RealtimeSocket? in
+            guard state.reason == nil, let socket = state.socket else { return nil }
+            state.lastSent = .now
+            return socket
+        }
+        guard let socket else { return false }
+        socket.send(text)
+        return true
     }
 
     /// Starts a close handshake.
     func close() {
         end(.closed("closed by the client"))
-        outgoingSink.yield(.close)
+        state.withLock { $0.socket }?.close()
     }
 
     /// Records why the connection ends; the first reason stays.
@@ -284,17 +295,19 @@ final class RealtimeConnection: Sendable {
         }
     }
 
-    /// The end is decided (or the connection task is over): finishes every stream. Idempotent.
+    /// The end is decided (or the connection is over): finishes every stream. Idempotent.
     private func finish() {
-        let reason = state.withLock { state in
+        let (reason, keepalive) = state.withLock { state in
             if state.reason == nil { state.reason = .closed("the connection ended") }
             state.isFinished = true
-            state.task = nil
-            return state.reason ?? .closed("the connection ended")
+            // The socket holds this connection (its delegate) until the channel is gone.
+            state.socket = nil
+            defer { state.keepalive = nil }
+            return (state.reason ?? .closed("the connection ended"), state.keepalive)
         }
+        keepalive?.cancel()
         helloSink.yield(.failure(reason))
         helloSink.finish()
-        outgoingSink.finish()
         messageSink.finish()
     }
 }

@@ -104,9 +104,19 @@ public struct RealtimeEndpoint: Sendable, Hashable {
     /// ```
     public func webSocketURL(lastSession: String?) -> String {
         let hostPart = host.contains(":") ? "[\(host)]" : host
-        var url = "\(secure ? "wss" : "ws")://\(hostPart):\(port)/.ws?v=5&ns=\(Self.queryEncoded(namespace))"
-        if let lastSession { url += "&ls=\(Self.queryEncoded(lastSession))" }
-        return url
+        return "\(secure ? "wss" : "ws")://\(hostPart):\(port)" + webSocketTarget(lastSession: lastSession)
+    }
+
+    /// The WebSocket URL's path and query, with `ls=` when `lastSession` is given.
+    ///
+    /// ```swift
+    /// RealtimeEndpoint(host: "::1", port: 9000, secure: false, namespace: "demo")
+    ///     .webSocketTarget(lastSession: nil)   // "/.ws?v=5&ns=demo"
+    /// ```
+    public func webSocketTarget(lastSession: String?) -> String {
+        var target = "/.ws?v=5&ns=\(Self.queryEncoded(namespace))"
+        if let lastSession { target += "&ls=\(Self.queryEncoded(lastSession))" }
+        return target
     }
 
     /// `text` with every byte but unreserved URL characters percent-encoded.

@@ -110,6 +110,9 @@ public final class RealtimeSocket: Sendable {
                 ])
                 let socket = RealtimeSocket(
                     channel: channel, handler: NIOLoopBound(handler, eventLoop: channel.eventLoop))
+                // Run as the head is read, before the frames after it are passed on.
+                let opened = NIOLoopBound(delegate, eventLoop: channel.eventLoop)
+                upgraded.futureResult.whenSuccess { opened.value.opened(socket) }
                 let waitsForReady = delegate.holdsConnect(until: ready)
                 return upgraded.futureResult
                     .flatMapError {
@@ -123,6 +126,11 @@ public final class RealtimeSocket: Sendable {
                         return ready.futureResult
                     }
                     .map { socket }
+                    .flatMapError { error in
+                        // A connect that throws leaves no connection open.
+                        channel.close(promise: nil)
+                        return channel.eventLoop.makeFailedFuture(error)
+                    }
             }
         }
         let opened = try await Self.connect(bootstrap, host: host, port: port, channelInitializer: initializer)

@@ -26,6 +26,12 @@ public protocol RealtimeSocketDelegate: AnyObject {
     /// The connection ended; this is the last call.
     func closed(_ reason: RealtimeSocketCloseReason)
 
+    /// The connection is upgraded: called once, on the event loop, before any frame is passed on,
+    /// with the socket that ``RealtimeSocket/connect(host:port:target:tls:group:configuration:delegate:)``
+    /// returns (for a delegate that also sends from outside its calls). The socket holds its
+    /// delegate: one that keeps the socket lets it go in ``closed(_:)``. Does nothing by default.
+    func opened(_ socket: RealtimeSocket)
+
     /// Called once, on the event loop, as the socket is set up: returns whether
     /// ``RealtimeSocket/connect(host:port:target:tls:group:configuration:delegate:)`` waits after
     /// the upgrade until the delegate completes `ready` (once an `auth` request is answered, say).
@@ -36,6 +42,8 @@ public protocol RealtimeSocketDelegate: AnyObject {
 }
 
 extension RealtimeSocketDelegate {
+    public func opened(_ socket: RealtimeSocket) {}
+
     public func holdsConnect(until ready: EventLoopPromise<Void>) -> Bool { false }
 
     public func receivedBinary(_ frame: ByteBuffer, output: inout RealtimeSocketOutput) {}
