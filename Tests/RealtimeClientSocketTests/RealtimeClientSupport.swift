@@ -92,6 +92,12 @@ final class SilentListener: Sendable {
         self.accepted = accepted
     }
 
+    /// Whether every connection accepted so far has been closed (by the client: the listener
+    /// never closes one before ``stop()``).
+    var acceptedAllClosed: Bool {
+        accepted.channels.withLock { channels in !channels.isEmpty && channels.allSatisfy { !$0.isActive } }
+    }
+
     static func start() async throws -> SilentListener {
         let accepted = Accepted()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)

@@ -111,6 +111,8 @@ struct RealtimeClientTests {
         } catch {
             #expect(error == .timedOut(.seconds(1)))
         }
+        // The socket is not kept waiting for an upgrade that never comes.
+        #expect(await eventually(timeout: .seconds(15)) { listener.acceptedAllClosed })
         await listener.stop()
     }
 }
