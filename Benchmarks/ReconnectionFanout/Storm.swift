@@ -1,4 +1,5 @@
 import Dispatch
+import NIOCore
 import RealtimeClientSocket
 import Synchronization
 import Transport
