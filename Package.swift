@@ -327,19 +327,30 @@ let package = Package(
             dependencies: ["Canopy", "CanopyTesting"],
             swiftSettings: [.swiftLanguageMode(.v5), .enableUpcomingFeature("StrictConcurrency")]
         ),
+        // The server's types called in-process: its database, listeners, budgets, frames, parsers.
         .testTarget(
-            name: "EndToEndTests",
+            name: "CanopyServerTests",
             dependencies: [
-                "CanopyTesting", "CanopyServer", "Persistence", "ServerStorage", "Presence", "Transport",
-                "RealtimeClientSocket", "Tree", "Query",
-                "Auth",
-                "Rules",
-                "ProcessResources",
-                .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "CanopyServer", "CanopyTesting", "Persistence", "ServerStorage", "Presence", "Transport", "Tree",
+                "Query", "Rules",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Servers started on loopback sockets (in this process or as the built binaries) and
+        // talked to as clients.
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: [
+                "CanopyTesting", "CanopyServer", "ServerStorage", "Transport", "RealtimeClientSocket", "Tree", "Query",
+                "Auth", "ProcessResources",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
