@@ -168,6 +168,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Modules/CanopyServer",
+            resources: [.copy("Console")],
             swiftSettings: swiftSettings
         ),
         .target(name: "ProcessResources", path: "Modules/ProcessResources", swiftSettings: swiftSettings),

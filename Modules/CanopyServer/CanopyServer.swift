@@ -115,7 +115,8 @@ public struct CanopyServer: Sendable {
             defaultNamespace: configuration.defaultNamespace, maxBodyBytes: configuration.maxMessageBytes,
             logger: logger)
         return ServerRouter(
-            status: StatusController(metrics: metrics), rest: rest, origins: origins, metrics: metrics, logger: logger)
+            status: StatusController(metrics: metrics), console: ConsoleController(), rest: rest, origins: origins,
+            metrics: metrics, logger: logger)
     }
 
     /// Runs until cancelled or, with `handleSignals`, until SIGINT/SIGTERM; then shuts down

@@ -3,10 +3,12 @@ import Logging
 import Prometheus
 
 /// Routes each plain HTTP request to its controller: CORS preflights (`OPTIONS`, any path),
-/// ``StatusController`` (`/health`, `/metrics`) and ``RESTController`` (everything else); every
+/// ``StatusController`` (`/health`, `/metrics`), ``ConsoleController`` (a browser asking for a page,
+/// `/.console/`) and ``RESTController`` (everything else); every
 /// answer readable by a browser page of any origin.
 struct ServerRouter: HTTPResponder {
     let status: StatusController
+    let console: ConsoleController
     let rest: RESTController
     let origins: OriginResolver
     let metrics: ServerMetrics
@@ -25,6 +27,8 @@ struct ServerRouter: HTTPResponder {
                 CORS.preflight(request)
             } else if StatusController.paths.contains(request.uri.path) {
                 status.respond(to: request)
+            } else if let page = console.respond(to: request) {
+                page
             } else {
                 try await rest.respond(to: request, channel: context.channel)
             }
