@@ -382,6 +382,7 @@ export class Tree {
     }
 
     frame() {
+        this.framesDrawn = (this.framesDrawn || 0) + 1;
         const anchor = this.jumped ? null : this.captureAnchor();
         const oldRows = this.rows;
         this.flatten();

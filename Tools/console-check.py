@@ -1,0 +1,681 @@
+#!/usr/bin/python3
+"""The console in a real browser: headless Chromium driven by Selenium against real canopy-servers.
+
+Starts two servers on free ports of 127.0.0.1, each with its own data folder: a development server
+(no credential: the console opens directly) and one with --admin-secret (the console asks). Then
+checks, in Chromium (`chromium --headless=new`, /usr/bin/chromedriver):
+
+  tree        the seeded tree shows, nested nodes expand
+  live        a REST write appears within 1 s and flashes
+  edit        an inline edit, an add, a rename, a clone and a delete made in the page land on the server
+  query       the query bar's results, and its warning for an ordering no .indexOn declares
+  xss         a key <img src=x onerror=alert(1)> and a value <script>alert(1)</script> show as text, run nothing
+  transfer    importing a file and exporting it again round-trip it byte for byte
+  big         a node with 1,000,000 children: first page, scrolling down and up, bounded DOM
+  rules       the rules document shows; a refused one is shown at its line and column; a good one is set
+  secret      with --admin-secret the console asks; a wrong credential is refused, the right one works,
+              kept in sessionStorage only; import in parts under a small request limit, export with it
+  hot         (only with --figures) events/s reaching the page while canopy-load writes to what it shows
+
+Every wait waits for a state (WebDriverWait), never a fixed time.
+
+    Tools/console-check.py [CASE ...] [--bin DIR] [--screenshots DIR] [--figures] [--keep]
+
+--bin: the folder of canopy-server (and canopy-load for --figures), default .build/debug.
+--screenshots DIR: PNGs of each view (Docs/console/ holds the ones the docs show).
+--figures: measure the first page of the 1,000,000-children node (several times) and the update
+rate the page keeps up with under canopy-load (use release builds: --bin .build/release).
+Needs the Debian packages chromium, chromium-driver and python3-selenium (run with /usr/bin/python3).
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import urllib.parse
+import urllib.request
+
+from selenium import webdriver
+from selenium.common.exceptions import NoAlertPresentException, TimeoutException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+
+SECRET = "console-check-admin-secret-0123456789"
+BIG_CHILDREN = 1_000_000
+WAIT = 60
+SEED = {
+    "users": {
+        "ada": {"name": "Ada Lovelace", "born": 1815, "admin": True, "langs": ["en", "fr", "it"]},
+        "alan": {"name": "Alan Turing", "born": 1912, "admin": False},
+        "grace": {"name": "Grace Hopper", "born": 1906, "admin": True},
+    },
+    "rooms": {"lobby": {"topic": "Welcome", "messages": {"m1": {"by": "ada", "text": "hello"}}}},
+    "counter": 42,
+    "xss": {"<img src=x onerror=alert(1)>": "<script>alert(1)</script>"},
+}
+
+
+def say(message):
+    print(f"console-check: {message}", flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """A canopy-server on a free port with its own data folder, stopped by stop()."""
+
+    def __init__(self, binary, folder, name, *arguments, credential="owner"):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.credential = credential
+        self.log_path = os.path.join(folder, f"{name}.log")
+        data = os.path.join(folder, f"{name}-data")
+        with open(self.log_path, "w") as log:
+            self.process = subprocess.Popen(
+                [binary, "--host", "127.0.0.1", "--port", str(self.port), "--data", data, "--log-level", "warning",
+                 *arguments],
+                stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"canopy-server exited: {open(self.log_path).read()}")
+            try:
+                urllib.request.urlopen(f"{self.url}/health", timeout=1).read()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"canopy-server on {self.url} did not answer /health")
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def request(self, method, path, body=None, ns=None, raw=False, query=""):
+        """A REST request with the server's admin credential; the answer's bytes (raw) or JSON."""
+        url = f"{self.url}{path}.json?" + (f"ns={ns}&" if ns else "") + query
+        data = body if isinstance(body, bytes) else (None if body is None else json.dumps(body).encode())
+        request = urllib.request.Request(url, data=data, method=method,
+                                         headers={"Authorization": f"Bearer {self.credential}"})
+        with urllib.request.urlopen(request, timeout=300) as answer:
+            content = answer.read()
+        return content if raw else (json.loads(content) if content else None)
+
+
+class Check:
+    def __init__(self, options, folder):
+        self.options = options
+        self.folder = folder
+        self.downloads = os.path.join(folder, "downloads")
+        os.makedirs(self.downloads)
+        binary = os.path.join(options.bin, "canopy-server")
+        if not os.access(binary, os.X_OK):
+            sys.exit(f"console-check: {binary} is missing; build it first (swift build --product canopy-server)")
+        self.binary = binary
+        # Room for the 1,000,000-children node in one PUT.
+        self.dev = Server(binary, folder, "dev", "--max-message-bytes", "67108864")
+        # A small request limit, so that an import of a larger file goes in parts.
+        self.secret = Server(binary, folder, "secret", "--max-message-bytes", "300000", "--admin-secret", SECRET,
+                             credential=SECRET)
+        self.driver = self.browser()
+        self.failures = []
+        self.figures = {}
+
+    def browser(self):
+        options = webdriver.ChromeOptions()
+        options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+        for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,800",
+                         "--disable-gpu", "--hide-scrollbars"]:
+            options.add_argument(argument)
+        options.add_experimental_option("prefs", {"download.default_directory": self.downloads,
+                                                  "download.prompt_for_download": False})
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+        driver.execute_cdp_cmd("Browser.setDownloadBehavior",
+                               {"behavior": "allow", "downloadPath": self.downloads, "eventsEnabled": True})
+        return driver
+
+    def close(self):
+        try:
+            self.driver.quit()
+        finally:
+            self.dev.stop()
+            self.secret.stop()
+
+    # Waiting.
+
+    def wait(self, condition, what, timeout=WAIT):
+        try:
+            return WebDriverWait(self.driver, timeout, poll_frequency=0.02).until(lambda _: condition())
+        except TimeoutException:
+            raise AssertionError(f"timed out waiting for {what}") from None
+
+    def js(self, script, *arguments):
+        return self.driver.execute_script(script, *arguments)
+
+    def open(self, server, path="/", ns=None, fragment=""):
+        url = f"{server.url}{path}" + (f"?ns={ns}" if ns else "") + fragment
+        self.driver.get(url)
+
+    def wait_tree(self):
+        self.wait(lambda: self.js("return document.querySelector('.tree')?.dataset.state") == "ready", "the tree")
+
+    def row(self, path):
+        rows = self.driver.find_elements(By.CSS_SELECTOR, f'.row[data-path="{css(path)}"]')
+        return rows[0] if rows else None
+
+    def wait_row(self, path):
+        return self.wait(lambda: self.row(path), f"the row {path}")
+
+    def row_value(self, path):
+        return self.js(
+            "const row = document.querySelector(`.row[data-path=\"${arguments[0]}\"] .value`);"
+            "return row ? row.textContent : null;", path.replace("\\", "\\\\").replace('"', '\\"'))
+
+    def click_in_row(self, path, selector, what):
+        """Clicks `selector` inside the row of `path` (in one step: rows are redrawn as data changes)."""
+        self.wait(lambda: self.js(
+            "const row = document.querySelector(`.row[data-path=\"${arguments[0]}\"]`);"
+            "const target = row && row.querySelector(arguments[1]);"
+            "if (!target) return false; target.click(); return true;", css(path), selector), what)
+
+    def click_action(self, path, action):
+        self.click_in_row(path, f'[data-action="{action}"]', f"the {action} button of {path}")
+
+    def expand(self, path):
+        self.click_in_row(path, ".toggle", f"the toggle of {path}")
+
+    def click_value(self, path):
+        self.click_in_row(path, ".value", f"the value of {path}")
+
+    def dialog(self):
+        return self.wait(lambda: self.visible_dialog(), "a dialog")
+
+    def visible_dialog(self):
+        dialogs = self.driver.find_elements(By.CSS_SELECTOR, "dialog[open]")
+        return dialogs[0] if dialogs else None
+
+    def press(self, dialog, action):
+        dialog.find_element(By.CSS_SELECTOR, f'button[data-action="{action}"]').click()
+
+    def wait_dialog_closed(self):
+        self.wait(lambda: not self.visible_dialog(), "the dialog to close")
+
+    def wait_server(self, server, path, expected, what, ns=None):
+        deadline = time.monotonic() + WAIT
+        last = None
+        while time.monotonic() < deadline:
+            last = server.request("GET", path, ns=ns)
+            if last == expected:
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"{what}: the server holds {last!r} at {path}, expected {expected!r}")
+
+    def screenshot(self, name):
+        if self.options.screenshots:
+            os.makedirs(self.options.screenshots, exist_ok=True)
+            self.driver.save_screenshot(os.path.join(self.options.screenshots, f"{name}.png"))
+
+    def no_alert(self):
+        try:
+            alert = self.driver.switch_to.alert
+        except NoAlertPresentException:
+            return
+        text = alert.text
+        alert.dismiss()
+        raise AssertionError(f"a page alert ran: {text!r}")
+
+    # Cases.
+
+    def case_tree(self):
+        self.dev.request("PUT", "/", SEED)
+        self.open(self.dev, "/")
+        self.wait_tree()
+        for key in SEED:
+            self.wait_row(f"/{key}")
+        assert self.row_value("/counter") == "42", self.row_value("/counter")
+        self.expand("/users")
+        self.wait_row("/users/ada")
+        self.expand("/users/ada")
+        self.wait_row("/users/ada/name")
+        assert self.row_value("/users/ada/name") == '"Ada Lovelace"', self.row_value("/users/ada/name")
+        self.expand("/rooms")
+        self.wait_row("/rooms/lobby")
+        self.screenshot("data")
+
+    def case_live(self):
+        self.open(self.dev, "/users")
+        self.wait_tree()
+        self.expand("/users/ada")
+        self.wait_row("/users/ada/born")
+        self.js("""
+            window.__changed = null;
+            const canvas = document.querySelector('.tree-canvas');
+            new MutationObserver(() => {
+                const value = document.querySelector('.row[data-path="/users/ada/born"] .value');
+                if (window.__changed === null && value && value.textContent === '1816') {
+                    window.__changed = {at: performance.now(), flash: value.closest('.row').dataset.flash || ''};
+                }
+            }).observe(canvas, {subtree: true, childList: true, characterData: true, attributes: true});
+        """)
+        before = self.js("return performance.now()")
+        self.dev.request("PUT", "/users/ada/born", 1816)
+        changed = self.wait(lambda: self.js("return window.__changed"), "the write to appear in the page")
+        elapsed = changed["at"] - before
+        assert elapsed < 1000, f"the write took {elapsed:.0f} ms to appear"
+        assert changed["flash"].startswith("changed"), f"the row did not flash as changed: {changed['flash']!r}"
+        self.figures["write_to_page_ms"] = round(elapsed)
+        self.dev.request("PUT", "/users/bob", {"name": "Bob"})
+        row = self.wait_row("/users/bob")
+        self.wait(lambda: (row.get_attribute("data-flash") or "").startswith("added"), "the added row to flash")
+        self.dev.request("DELETE", "/users/bob")
+        self.wait(lambda: (self.row("/users/bob") is not None
+                           and self.row("/users/bob").get_attribute("data-kind") == "ghost")
+                  or self.row("/users/bob") is None, "the removed row")
+        self.wait(lambda: self.row("/users/bob") is None, "the removed row to go")
+        say(f"live: a REST write reached the page in {elapsed:.0f} ms")
+
+    def case_edit(self):
+        self.open(self.dev, "/users")
+        self.wait_tree()
+        self.expand("/users/ada")
+        # Typed inline edits: a number, a string, a boolean.
+        self.click_value("/users/ada/born")
+        editor = self.wait(lambda: self.driver.find_elements(By.CSS_SELECTOR, ".leaf-editor input"), "the editor")[0]
+        editor.clear()
+        editor.send_keys("1815")
+        self.screenshot("edit")
+        editor.send_keys(Keys.ENTER)
+        self.wait_server(self.dev, "/users/ada/born", 1815, "inline edit (number)")
+        self.click_value("/users/ada/name")
+        editor = self.wait(lambda: self.driver.find_elements(By.CSS_SELECTOR, ".leaf-editor input"), "the editor")[0]
+        editor.clear()
+        editor.send_keys("Augusta Ada King")
+        editor.send_keys(Keys.ENTER)
+        self.wait_server(self.dev, "/users/ada/name", "Augusta Ada King", "inline edit (string)")
+        self.click_value("/users/ada/admin")
+        select = self.wait(lambda: self.driver.find_elements(By.CSS_SELECTOR, ".leaf-editor select.edit-value"),
+                           "the boolean editor")[0]
+        select.send_keys("false")
+        self.driver.find_element(By.CSS_SELECTOR, '.leaf-editor [data-action="save-edit"]').click()
+        self.wait_server(self.dev, "/users/ada/admin", False, "inline edit (boolean)")
+        # Add a child with a push id prefilled.
+        self.click_action("/users/ada", "add-child")
+        dialog = self.dialog()
+        key = dialog.find_element(By.NAME, "key").get_attribute("value")
+        assert len(key) == 20 and key[0] == "-", f"the prefilled key is not a push id: {key!r}"
+        dialog.find_element(By.NAME, "type").send_keys("JSON")
+        dialog.find_element(By.NAME, "value").send_keys('{"where": "London"}')
+        self.screenshot("add-child")
+        self.press(dialog, "add")
+        self.wait_dialog_closed()
+        self.wait_server(self.dev, f"/users/ada/{key}", {"where": "London"}, "add child")
+        # Rename and clone, each one multi-path update.
+        self.click_action("/users/grace", "clone")
+        dialog = self.dialog()
+        field = dialog.find_element(By.NAME, "key")
+        field.clear()
+        field.send_keys("grace2")
+        self.press(dialog, "clone")
+        self.wait_dialog_closed()
+        self.wait_server(self.dev, "/users/grace2", SEED["users"]["grace"], "clone")
+        self.click_action("/users/grace2", "rename")
+        dialog = self.dialog()
+        field = dialog.find_element(By.NAME, "key")
+        field.clear()
+        field.send_keys("hopper")
+        self.press(dialog, "rename")
+        self.wait_dialog_closed()
+        self.wait_server(self.dev, "/users/hopper", SEED["users"]["grace"], "rename (new key)")
+        self.wait_server(self.dev, "/users/grace2", None, "rename (old key)")
+        # Delete, after a confirmation.
+        self.click_action("/users/hopper", "delete")
+        dialog = self.dialog()
+        self.screenshot("delete")
+        self.press(dialog, "confirm-delete")
+        self.wait_dialog_closed()
+        self.wait_server(self.dev, "/users/hopper", None, "delete")
+        self.wait(lambda: self.row("/users/hopper") is None, "the deleted row to go")
+
+    def case_query(self):
+        self.open(self.dev, "/users")
+        self.wait_tree()
+        self.driver.find_element(By.CSS_SELECTOR, '[data-action="toggle-query"]').click()
+        bar = self.wait(lambda: self.driver.find_element(By.CSS_SELECTOR, "form.query-bar"), "the query bar")
+        bar.find_element(By.NAME, "by").send_keys("child")
+        bar.find_element(By.NAME, "child").send_keys("born")
+        bar.find_element(By.NAME, "start").send_keys("1900")
+        bar.find_element(By.CSS_SELECTOR, '[data-action="run-query"]').click()
+        self.wait_tree()
+        self.wait_row("/users/alan")
+        self.wait(lambda: self.row("/users/ada") is None, "ada (born 1815) to be left out")
+        warning = self.wait(lambda: [b for b in self.driver.find_elements(By.CSS_SELECTOR, ".banner.warning")
+                                     if b.is_displayed()], "the no_index warning")[0]
+        assert ".indexOn" in warning.text and "born" in warning.text, warning.text
+        self.screenshot("query")
+
+    def case_xss(self):
+        self.open(self.dev, "/xss")
+        self.wait_tree()
+        key = "<img src=x onerror=alert(1)>"
+        path = f"/xss/{key}"
+        self.wait_row(path)
+        shown = self.js("return document.querySelector(`.row[data-path=\"${arguments[0]}\"] .key`).textContent", path)
+        assert shown == key, f"the key shows as {shown!r}"
+        assert self.row_value(path) == '"<script>alert(1)</script>"', self.row_value(path)
+        assert self.js("return document.querySelectorAll('.tree img, .tree script').length") == 0, "markup ran"
+        self.no_alert()
+        # The breadcrumb and the dialogs show the key as text too.
+        self.open(self.dev, "/xss/" + urllib.parse.quote(key))
+        self.wait_tree()
+        crumbs = self.driver.find_element(By.CSS_SELECTOR, ".breadcrumb").text
+        assert key in crumbs, crumbs
+        assert self.js("return document.querySelectorAll('img').length") == 0
+        self.no_alert()
+        self.screenshot("xss")
+
+    def case_transfer(self):
+        # A document as the server writes JSON (compact, keys in the server's order), about 2 MB.
+        document = {f"item{i:05d}": {"n": i, "tags": {"a": True, "b": "x" * (i % 50)}, "text": f"record {i} " * 10}
+                    for i in range(12000)}
+        source = os.path.join(self.folder, "import.json")
+        self.dev.request("PUT", "/scratch", document)
+        exact = self.dev.request("GET", "/scratch", raw=True)
+        self.dev.request("DELETE", "/scratch")
+        with open(source, "wb") as out:
+            out.write(exact)
+        self.dev.request("PUT", "/transfer/placeholder", True)
+        self.open(self.dev, "/transfer")
+        self.wait_tree()
+        self.driver.find_element(By.CSS_SELECTOR, '[data-action="import-here"]').click()
+        dialog = self.dialog()
+        dialog.find_element(By.NAME, "file").send_keys(source)
+        self.press(dialog, "import")
+        self.wait_dialog_closed()
+        on_server = self.dev.request("GET", "/transfer", raw=True)
+        assert on_server == exact, "the imported data differs from the file"
+        self.export_and_compare(self.dev, "/transfer", "transfer.json", exact)
+        say(f"transfer: {len(exact):,} bytes imported and exported byte for byte")
+
+    def export_and_compare(self, server, path, name, expected):
+        target = os.path.join(self.downloads, name)
+        if os.path.exists(target):
+            os.remove(target)
+        self.driver.find_element(By.CSS_SELECTOR, '[data-action="export-here"]').click()
+
+        def downloaded():
+            names = os.listdir(self.downloads)
+            if any(n.endswith(".crdownload") for n in names) or name not in names:
+                return False
+            with open(target, "rb") as file:
+                return file.read() == expected or None
+
+        try:
+            self.wait(downloaded, f"{name} to be downloaded whole")
+        except AssertionError:
+            have = open(target, "rb").read() if os.path.exists(target) else None
+            raise AssertionError(f"the export differs: {len(have) if have else 'no'} bytes, expected "
+                                 f"{len(expected)}; in the folder: {os.listdir(self.downloads)}") from None
+
+    def case_big(self):
+        children = self.options.big_children
+        say(f"big: seeding {children:,} children")
+        started = time.monotonic()
+        body = ("{" + ",".join(f'"k{i:07d}":{i}' for i in range(children)) + "}").encode()
+        self.dev.request("PUT", "/big", body, ns="big", query="print=silent")
+        say(f"big: seeded in {time.monotonic() - started:.1f} s")
+        timings = []
+        for _ in range(self.options.repeat if self.options.figures else 1):
+            self.open(self.dev, "/big", ns="big")
+            self.wait_tree()
+            timings.append(int(self.js("return document.querySelector('.tree').dataset.firstPageMs")))
+        first_page = min(timings) if self.options.figures else timings[0]
+        self.figures["first_page_ms"] = timings
+        say(f"big: first page on screen {timings} ms after navigation")
+        assert self.row("/big/k0000000") is not None
+        assert first_page < 1000, f"the first page took {first_page} ms"
+        self.screenshot("big")
+        tree = self.driver.find_element(By.CSS_SELECTOR, ".tree")
+        state = lambda name: tree.get_attribute(f"data-{name}")
+        peak_rendered = 0
+        peak_rows = 0
+        # Scroll down through 20 pages.
+        for step in range(20):
+            last = self.last_key()
+            self.js("arguments[0].scrollTop = arguments[0].scrollHeight", tree)
+            self.wait(lambda: self.last_key() != last and state("pages") and self.all_loaded(),
+                      f"the page after {last}")
+            peak_rendered = max(peak_rendered, int(state("rendered")))
+            peak_rows = max(peak_rows, int(state("rows")))
+        bottom = self.last_key()
+        assert bottom >= "k0001000", f"scrolled down only to {bottom}"
+        assert int(state("pages")) <= 6, state("pages")
+        first_after_down = self.first_key()
+        assert first_after_down > "k0000000", "the first pages were not dropped"
+        # Scroll back up through 10 pages.
+        for step in range(10):
+            first = self.first_key()
+            self.js("arguments[0].scrollTop = 0", tree)
+            self.wait(lambda: self.first_key() < first and self.all_loaded(), f"the page before {first}")
+            peak_rendered = max(peak_rendered, int(state("rendered")))
+            peak_rows = max(peak_rows, int(state("rows")))
+        assert self.first_key() < first_after_down
+        # The last children, and a key in the middle.
+        self.driver.find_element(By.CSS_SELECTOR, '[data-action="last-page"]').click()
+        last_key = f"k{children - 1:07d}"
+        self.wait(lambda: self.row(f"/big/{last_key}") is not None and state("at-end") == "true", "the last page")
+        jump = self.driver.find_element(By.CSS_SELECTOR, ".jump-key")
+        middle = f"k{children // 2:07d}"
+        jump.send_keys(middle, Keys.ENTER)
+        self.wait(lambda: self.first_key() == middle and self.row(f"/big/{middle}") is not None, f"the page at {middle}")
+        assert peak_rendered <= 100, f"{peak_rendered} rows in the DOM"
+        assert peak_rows <= 7 * 50, f"{peak_rows} rows held"
+        heap = self.js("return performance.memory ? performance.memory.usedJSHeapSize : null")
+        self.figures["big_peak_dom_rows"] = peak_rendered
+        self.figures["big_peak_rows_held"] = peak_rows
+        say(f"big: scrolled to {bottom} and back; at most {peak_rendered} rows in the DOM, {peak_rows} held"
+            + (f", JS heap {heap / 1e6:.0f} MB" if heap else ""))
+
+    def last_key(self):
+        keys = self.js("return window.__console?.tree?.rows.filter(r => r.keys).map(r => r.keys[r.keys.length-1])")
+        return max(keys) if keys else ""
+
+    def first_key(self):
+        keys = self.js("return window.__console?.tree?.rows.filter(r => r.keys).map(r => r.keys[r.keys.length-1])")
+        return min(keys) if keys else ""
+
+    def all_loaded(self):
+        return self.js("return window.__console?.tree?.pages.every(p => p.loaded) && !window.__console.tree.loading")
+
+    def case_rules(self):
+        self.open(self.dev, "/", fragment="#rules")
+        area = self.wait(lambda: self.driver.find_element(By.CSS_SELECTOR, "textarea.rules-text"), "the editor")
+        self.wait(lambda: "Loading" not in self.driver.find_element(By.CSS_SELECTOR, ".rules-status").text,
+                  "the rules to load")
+        bad = '{\n  "rules": {\n    ".read": "auth != null &&",\n    ".write": true\n  }\n}'
+        self.js("arguments[0].value = arguments[1]; arguments[0].dispatchEvent(new Event('input'))", area, bad)
+        self.driver.find_element(By.CSS_SELECTOR, '[data-action="save-rules"]').click()
+        status = self.driver.find_element(By.CSS_SELECTOR, ".rules-status")
+        self.wait(lambda: status.get_attribute("data-line"), "the refusal's line")
+        assert status.get_attribute("data-line") == "3", status.get_attribute("data-line")
+        assert "line 3" in status.text, status.text
+        assert self.driver.find_elements(By.CSS_SELECTOR, ".gutter .error-line"), "the line is not marked"
+        self.screenshot("rules-error")
+        good = ('{\n  // Everyone reads; writes need a signed-in user.\n  "rules": {\n    ".read": true,\n'
+                '    ".write": "auth != null",\n    "users": { ".indexOn": ["born"] }\n  }\n}')
+        self.js("arguments[0].value = arguments[1]; arguments[0].dispatchEvent(new Event('input'))", area, good)
+        self.driver.find_element(By.CSS_SELECTOR, '[data-action="save-rules"]').click()
+        self.wait(lambda: "Saved" in status.text, "the rules to be saved")
+        with urllib.request.urlopen(urllib.request.Request(
+                f"{self.dev.url}/.settings/rules.json", headers={"Authorization": "Bearer owner"})) as answer:
+            assert answer.read().decode() == good
+        self.screenshot("rules")
+        open_rules = '{"rules": {".read": true, ".write": true}}'
+        urllib.request.urlopen(urllib.request.Request(
+            f"{self.dev.url}/.settings/rules.json", data=open_rules.encode(), method="PUT",
+            headers={"Authorization": "Bearer owner"})).read()
+
+    def case_secret(self):
+        self.secret.request("PUT", "/", {"private": {"note": "only the admin reads this"}})
+        urllib.request.urlopen(urllib.request.Request(
+            f"{self.secret.url}/.settings/rules.json", data=b'{"rules": {".read": false, ".write": false}}',
+            method="PUT", headers={"Authorization": f"Bearer {SECRET}"})).read()
+        self.open(self.secret, "/")
+        dialog = self.wait(lambda: self.driver.find_elements(By.CSS_SELECTOR, "dialog.sign-in[open]"),
+                           "the sign-in dialog")[0]
+        assert not self.driver.find_elements(By.CSS_SELECTOR, ".tree"), "the data showed before signing in"
+        field = dialog.find_element(By.NAME, "credential")
+        field.send_keys("not-the-secret")
+        self.press(dialog, "sign-in")
+        status = dialog.find_element(By.CSS_SELECTOR, ".dialog-status")
+        self.wait(lambda: "Refused" in status.text, "the refusal")
+        self.screenshot("sign-in")
+        assert self.visible_dialog(), "a wrong credential was accepted"
+        field.clear()
+        field.send_keys(SECRET)
+        self.press(dialog, "sign-in")
+        self.wait_dialog_closed()
+        self.wait_tree()
+        self.wait_row("/private")
+        identity = self.driver.find_element(By.CSS_SELECTOR, ".identity-text").text
+        assert identity == "admin", identity
+        stored = self.js("return [sessionStorage.getItem('canopy.console.credential'), localStorage.length,"
+                         " document.cookie]")
+        assert stored == [SECRET, 0, ""], stored
+        # An import over the server's request limit goes in parts; the export carries the credential.
+        document = {f"g{g:03d}": {f"r{r:04d}": {"text": "y" * 40, "n": r} for r in range(200)} for g in range(40)}
+        self.dev.request("PUT", "/scratch", document)
+        exact = self.dev.request("GET", "/scratch", raw=True)
+        self.dev.request("DELETE", "/scratch")
+        assert len(exact) > 300000
+        source = os.path.join(self.folder, "parts.json")
+        with open(source, "wb") as out:
+            out.write(exact)
+        self.open(self.secret, "/parts")
+        self.wait_tree()
+        self.driver.find_element(By.CSS_SELECTOR, '[data-action="import-here"]').click()
+        dialog = self.dialog()
+        dialog.find_element(By.NAME, "file").send_keys(source)
+        self.press(dialog, "import")
+        self.wait(lambda: "in parts" in dialog.find_element(By.CSS_SELECTOR, ".dialog-status").text
+                  or not self.visible_dialog(), "the import")
+        self.screenshot("import")
+        self.wait_dialog_closed()
+        assert self.secret.request("GET", "/parts", raw=True) == exact, "the import in parts differs"
+        self.export_and_compare(self.secret, "/parts", "parts.json", exact)
+        # A new tab (a new session) asks again.
+        self.js("sessionStorage.clear()")
+        self.open(self.secret, "/")
+        self.wait(lambda: self.driver.find_elements(By.CSS_SELECTOR, "dialog.sign-in[open]"), "the sign-in dialog")
+
+    def case_hot(self):
+        load = os.path.join(self.options.bin, "canopy-load")
+        results = []
+        for rate in self.options.rates:
+            self.open(self.dev, "/fan", ns="load")
+            self.wait_tree()
+            counters = "return [window.__console.events, window.__console.tree.framesDrawn || 0, performance.now()]"
+            events_before, frames_before, started = self.js(counters)
+            run = subprocess.Popen(
+                [load, "fanout", "--server", f"127.0.0.1:{self.dev.port}", "--namespace", "load", "--listeners", "1",
+                 "--rate", str(rate), "--duration", str(self.options.hot_seconds), "--json"],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            self.wait(lambda: self.js(counters)[0] - events_before >= rate * 2, "two seconds of events", timeout=120)
+            self.screenshot(f"hot-{rate}")
+            output, errors = run.communicate(timeout=600)
+            if run.returncode != 0:
+                raise AssertionError(f"canopy-load failed ({run.returncode}): {errors[-2000:]}")
+            figures = json.loads(output)["canopy"]
+            writes = figures["writes"]
+            self.wait(lambda: self.js(counters)[0] - events_before >= writes, f"the {writes} events", timeout=120)
+            events, frames, ended = self.js(counters)
+            events -= events_before
+            frames -= frames_before
+            seconds = figures["seconds"]
+            on_server = self.dev.request("GET", "/fan/topic", ns="load")
+            self.wait(lambda: self.row_value("/fan/topic") == json.dumps(on_server), "the page to show the last value")
+            result = {"rate": rate, "writes": writes, "page_events": events,
+                      "page_events_per_second": round(events / seconds), "frames": frames,
+                      "frames_per_second": round(frames / ((ended - started) / 1000), 1),
+                      "listener_p99_ms": round(figures["latency"]["p99Ms"], 1)}
+            results.append(result)
+            say(f"hot: {json.dumps(result)}")
+        self.figures["hot"] = results
+
+
+def css(text):
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+CASES = ["tree", "live", "edit", "query", "xss", "transfer", "rules", "secret", "big"]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("cases", nargs="*", help=f"cases to run (default: {' '.join(CASES)})")
+    parser.add_argument("--bin", default=".build/debug")
+    parser.add_argument("--screenshots", help="folder for PNGs of each view")
+    parser.add_argument("--figures", action="store_true", help="measure the figures for Docs/BENCHMARKS.md")
+    parser.add_argument("--repeat", type=int, default=5, help="first-page measurements with --figures")
+    parser.add_argument("--rates", type=int, nargs="*", default=[100, 1000, 5000], help="canopy-load rates for hot")
+    parser.add_argument("--hot-seconds", type=int, default=10, help="seconds canopy-load writes for hot")
+    parser.add_argument("--big-children", type=int, default=BIG_CHILDREN)
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    options = parser.parse_args()
+    os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    options.bin = os.path.abspath(options.bin)
+    if options.screenshots:
+        options.screenshots = os.path.abspath(options.screenshots)
+    cases = options.cases or (CASES + (["hot"] if options.figures else []))
+    folder = tempfile.mkdtemp(prefix="canopy-console-check-")
+    check = None
+    passed = 0
+    try:
+        check = Check(options, folder)
+        for name in cases:
+            started = time.monotonic()
+            try:
+                getattr(check, f"case_{name}")()
+                check.no_alert()
+                passed += 1
+                say(f"ok: {name} ({time.monotonic() - started:.1f} s)")
+            except Exception as error:  # noqa: BLE001 — every failure is reported, the next case runs
+                check.failures.append(name)
+                say(f"FAIL: {name}: {error}")
+                traceback.print_exc()
+                for entry in check.driver.get_log("browser")[-20:]:
+                    say(f"  browser: {entry.get('level')} {entry.get('message')}")
+                check.screenshot(f"failed-{name}")
+        if check.figures:
+            say("figures: " + json.dumps(check.figures))
+    finally:
+        if check:
+            check.close()
+        if options.keep:
+            say(f"kept {folder}")
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+    failed = len(check.failures) if check else len(cases)
+    say(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
