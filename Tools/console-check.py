@@ -45,6 +45,7 @@ import urllib.request
 from selenium import webdriver
 from selenium.common.exceptions import NoAlertPresentException, TimeoutException
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
@@ -202,8 +203,12 @@ class Check:
     def expand(self, path):
         self.click_in_row(path, ".toggle", f"the toggle of {path}")
 
-    def click_value(self, path):
+    def edit_value(self, path, selector=".leaf-editor input"):
+        """Opens the editor of the leaf at `path` (once no other editor is open) and returns its field."""
+        self.wait(lambda: not self.driver.find_elements(By.CSS_SELECTOR, ".leaf-editor"), "the last editor to close")
         self.click_in_row(path, ".value", f"the value of {path}")
+        return self.wait(lambda: self.driver.find_elements(
+            By.CSS_SELECTOR, f'.row[data-path="{css(path)}"] {selector}'), f"the editor of {path}")[0]
 
     def dialog(self):
         return self.wait(lambda: self.visible_dialog(), "a dialog")
@@ -258,9 +263,11 @@ class Check:
         assert self.row_value("/users/ada/name") == '"Ada Lovelace"', self.row_value("/users/ada/name")
         self.expand("/rooms")
         self.wait_row("/rooms/lobby")
+        ActionChains(self.driver).move_to_element(self.wait_row("/users/ada/name")).perform()
         self.screenshot("data")
 
     def case_live(self):
+        self.dev.request("PUT", "/", SEED)
         self.open(self.dev, "/users")
         self.wait_tree()
         self.expand("/users/ada")
@@ -293,26 +300,23 @@ class Check:
         say(f"live: a REST write reached the page in {elapsed:.0f} ms")
 
     def case_edit(self):
+        self.dev.request("PUT", "/", SEED)
         self.open(self.dev, "/users")
         self.wait_tree()
         self.expand("/users/ada")
         # Typed inline edits: a number, a string, a boolean.
-        self.click_value("/users/ada/born")
-        editor = self.wait(lambda: self.driver.find_elements(By.CSS_SELECTOR, ".leaf-editor input"), "the editor")[0]
+        editor = self.edit_value("/users/ada/born")
         editor.clear()
         editor.send_keys("1815")
         self.screenshot("edit")
         editor.send_keys(Keys.ENTER)
         self.wait_server(self.dev, "/users/ada/born", 1815, "inline edit (number)")
-        self.click_value("/users/ada/name")
-        editor = self.wait(lambda: self.driver.find_elements(By.CSS_SELECTOR, ".leaf-editor input"), "the editor")[0]
+        editor = self.edit_value("/users/ada/name")
         editor.clear()
         editor.send_keys("Augusta Ada King")
         editor.send_keys(Keys.ENTER)
         self.wait_server(self.dev, "/users/ada/name", "Augusta Ada King", "inline edit (string)")
-        self.click_value("/users/ada/admin")
-        select = self.wait(lambda: self.driver.find_elements(By.CSS_SELECTOR, ".leaf-editor select.edit-value"),
-                           "the boolean editor")[0]
+        select = self.edit_value("/users/ada/admin", ".leaf-editor select.edit-value")
         select.send_keys("false")
         self.driver.find_element(By.CSS_SELECTOR, '.leaf-editor [data-action="save-edit"]').click()
         self.wait_server(self.dev, "/users/ada/admin", False, "inline edit (boolean)")
@@ -355,6 +359,7 @@ class Check:
         self.wait(lambda: self.row("/users/hopper") is None, "the deleted row to go")
 
     def case_query(self):
+        self.dev.request("PUT", "/", SEED)
         self.open(self.dev, "/users")
         self.wait_tree()
         self.driver.find_element(By.CSS_SELECTOR, '[data-action="toggle-query"]').click()
@@ -370,8 +375,22 @@ class Check:
                                      if b.is_displayed()], "the no_index warning")[0]
         assert ".indexOn" in warning.text and "born" in warning.text, warning.text
         self.screenshot("query")
+        bar = self.driver.find_element(By.CSS_SELECTOR, "form.query-bar")
+        bar.find_element(By.NAME, "by").send_keys("key")
+        bar.find_element(By.NAME, "startKind").send_keys("start after")
+        start = bar.find_element(By.NAME, "start")
+        start.clear()
+        start.send_keys("ada")
+        bar.find_element(By.NAME, "limitKind").send_keys("last")
+        limit = bar.find_element(By.NAME, "limit")
+        limit.clear()
+        limit.send_keys("1")
+        bar.find_element(By.CSS_SELECTOR, '[data-action="run-query"]').click()
+        self.wait(lambda: self.js("return [...document.querySelectorAll('.row[data-path]')].map(r => r.dataset.path)")
+                  == ["/users/grace"], "the last child after ada by key")
 
     def case_xss(self):
+        self.dev.request("PUT", "/", SEED)
         self.open(self.dev, "/xss")
         self.wait_tree()
         key = "<img src=x onerror=alert(1)>"
@@ -451,7 +470,6 @@ class Check:
         say(f"big: first page on screen {timings} ms after navigation")
         assert self.row("/big/k0000000") is not None
         assert first_page < 1000, f"the first page took {first_page} ms"
-        self.screenshot("big")
         tree = self.driver.find_element(By.CSS_SELECTOR, ".tree")
         state = lambda name: tree.get_attribute(f"data-{name}")
         peak_rendered = 0
@@ -484,7 +502,9 @@ class Check:
         jump = self.driver.find_element(By.CSS_SELECTOR, ".jump-key")
         middle = f"k{children // 2:07d}"
         jump.send_keys(middle, Keys.ENTER)
-        self.wait(lambda: self.first_key() == middle and self.row(f"/big/{middle}") is not None, f"the page at {middle}")
+        self.wait(lambda: self.row(f"/big/{middle}") is not None, f"the page at {middle}")
+        self.wait(lambda: self.all_loaded() and int(state("pages")) >= 2, "the page before it")
+        self.screenshot("big")
         assert peak_rendered <= 100, f"{peak_rendered} rows in the DOM"
         assert peak_rows <= 7 * 50, f"{peak_rows} rows held"
         heap = self.js("return performance.memory ? performance.memory.usedJSHeapSize : null")
@@ -517,7 +537,7 @@ class Check:
         assert status.get_attribute("data-line") == "3", status.get_attribute("data-line")
         assert "line 3" in status.text, status.text
         assert self.driver.find_elements(By.CSS_SELECTOR, ".gutter .error-line"), "the line is not marked"
-        self.screenshot("rules-error")
+        self.screenshot("rules")
         good = ('{\n  // Everyone reads; writes need a signed-in user.\n  "rules": {\n    ".read": true,\n'
                 '    ".write": "auth != null",\n    "users": { ".indexOn": ["born"] }\n  }\n}')
         self.js("arguments[0].value = arguments[1]; arguments[0].dispatchEvent(new Event('input'))", area, good)
@@ -526,7 +546,7 @@ class Check:
         with urllib.request.urlopen(urllib.request.Request(
                 f"{self.dev.url}/.settings/rules.json", headers={"Authorization": "Bearer owner"})) as answer:
             assert answer.read().decode() == good
-        self.screenshot("rules")
+        self.screenshot("rules-saved")
         open_rules = '{"rules": {".read": true, ".write": true}}'
         urllib.request.urlopen(urllib.request.Request(
             f"{self.dev.url}/.settings/rules.json", data=open_rules.encode(), method="PUT",
@@ -598,7 +618,7 @@ class Check:
                  "--rate", str(rate), "--duration", str(self.options.hot_seconds), "--json"],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             self.wait(lambda: self.js(counters)[0] - events_before >= rate * 2, "two seconds of events", timeout=120)
-            self.screenshot(f"hot-{rate}")
+            self.screenshot("hot")
             output, errors = run.communicate(timeout=600)
             if run.returncode != 0:
                 raise AssertionError(f"canopy-load failed ({run.returncode}): {errors[-2000:]}")

@@ -16,8 +16,9 @@ struct ConsoleController {
         + "worker-src 'self'; frame-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "
         + "frame-ancestors 'none'"
 
-    /// The console's files, or why they could not be found.
-    var assets: Result<ConsoleAssets, ConsoleAssets.Missing> = ConsoleAssets.bundled
+    /// The console's files, or why they could not be found; `nil`: the bundle next to the binary,
+    /// read at the first console request.
+    var assets: Result<ConsoleAssets, ConsoleAssets.Missing>? = nil
 
     /// The console's answer to `request`; `nil` for every other request, which REST answers as
     /// before.
@@ -33,7 +34,7 @@ struct ConsoleController {
             name = "index.html"
         }
         let files: ConsoleAssets
-        switch assets {
+        switch assets ?? ConsoleAssets.bundled {
         case .success(let found): files = found
         case .failure(let missing):
             var headers = HTTPFields()

@@ -55,6 +55,7 @@ export class DataView {
                 onError: (message) => this.showProblem(message),
                 onGrown: () => this.rebuild(),
                 onMode: (mode) => (this.paging.hidden = mode !== "paged"),
+                onSummary: (text) => (this.pagingSummary.textContent = text),
             },
         });
         this.queryOpen = this.queryOpen || this.query !== null;
@@ -205,12 +206,15 @@ export class DataView {
             event.preventDefault();
             this.tree.jump({ key: keyInput.value });
         });
+        this.pagingSummary = el("span", { class: "paging-summary muted" });
         return el(
             "div",
             { class: "paging-bar" },
             iconButton("first", "First children", () => this.tree.jump({}), { text: "First", action: "first-page" }),
             iconButton("last", "Last children", () => this.tree.jump({ last: true }), { text: "Last", action: "last-page" }),
             form,
+            el("span", { class: "spacer" }),
+            this.pagingSummary,
         );
     }
 

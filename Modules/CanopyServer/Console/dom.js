@@ -114,6 +114,7 @@ const ICONS = {
     last: "M3 13h10M8 3v7M4.5 6.5 8 10l3.5-3.5",
     edit: "M10.5 2.5l3 3L6 13H3v-3z",
     check: "M3 8.5l3 3 7-7",
+    reload: "M13 8a5 5 0 1 1-1.6-3.7M13 2.5v2.8h-2.8",
     close: "M4 4l8 8M12 4l-8 8",
 };
 

@@ -92,6 +92,7 @@ class Console {
     }
 
     askForCredential(reason) {
+        this.main.replaceChildren(el("p", { class: "muted centered", text: "Sign in to see the data." }));
         const input = el("input", {
             type: "password",
             name: "credential",
@@ -149,6 +150,16 @@ class Console {
 
     /** Builds the page around the views once signed in. */
     open() {
+        if (this.opened) {
+            this.rest.credential = this.credential;
+            this.identityLabel.textContent = this.identity;
+            this.signOutButton.hidden = !sessionStorage.getItem(CREDENTIAL_KEY);
+            this.dataView?.destroy();
+            this.dataView = null;
+            this.rulesView = null;
+            return this.route();
+        }
+        this.opened = true;
         this.rest = new REST({ namespace: this.namespace || "", credential: this.credential });
         if (!this.namespace) this.rest.namespace = "";
         this.identityLabel.textContent = this.identity;
@@ -193,7 +204,25 @@ class Console {
         if (state === "connected") this.setStatus("live", "Live");
         else if (state === "connecting") this.setStatus("connecting", "Connecting…");
         else if (state === "shutdown") this.setStatus("offline", `Server shut down${detail ? `: ${detail}` : ""}`);
-        else this.setStatus("offline", "Reconnecting…");
+        else if (state === "moved") this.moved(detail);
+        else this.setStatus("offline", detail ? `Reconnecting… (${detail})` : "Reconnecting…");
+    }
+
+    /** A cluster's process that does not serve the namespace redirected the connection to `host`. */
+    moved(host) {
+        this.setStatus("offline", `Served at ${host}`);
+        const path = "/" + this.focus.map(encodeURIComponent).join("/");
+        const query = this.namespace ? `?ns=${encodeURIComponent(this.namespace)}` : "";
+        const url = `${location.protocol}//${host}${path}${query}`;
+        this.main.replaceChildren(
+            el(
+                "p",
+                { class: "muted centered" },
+                `Namespace ${this.namespace || "default"} is served by another process of the cluster: `,
+                el("a", { href: url, text: host }),
+                ".",
+            ),
+        );
     }
 
     setStatus(kind, text) {

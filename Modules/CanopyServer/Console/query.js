@@ -68,7 +68,7 @@ export function queryBar({ initial, onRun }) {
         ["priority", "priority"],
         ["child", "child"],
     ], f.by || "child");
-    const child = el("input", { name: "child", placeholder: "child path, e.g. height", "aria-label": "Child to order by", value: f.child || "" });
+    const child = el("input", { name: "child", placeholder: "child, e.g. height", "aria-label": "Child to order by", value: f.child || "" });
     const startKind = select("startKind", "Start kind", [
         ["startAt", "start at"],
         ["startAfter", "start after"],

@@ -84,7 +84,8 @@ export class Realtime {
         for (const { reject } of this.pending.values()) reject(new RequestError("disconnected"));
         this.pending.clear();
         if (this.closed) return;
-        this.onState("disconnected");
+        this.onState("disconnected", this.lastError);
+        this.lastError = null;
         setTimeout(() => this.open(), this.retryDelay);
         this.retryDelay = Math.min(this.retryDelay * 2, 10000);
     }
@@ -139,8 +140,14 @@ export class Realtime {
                 this.onState("shutdown", control.d);
                 break;
             case "r":
-                // Another host serves the namespace; this page reconnects to its own origin.
+                // Another process serves the namespace (a cluster): the page's policy lets it
+                // connect to its own origin only, so it says where, and stops.
+                this.closed = true;
+                this.onState("moved", control.d);
                 if (this.socket) this.socket.close();
+                break;
+            case "e":
+                this.lastError = String(control.d || "");
                 break;
             default:
                 break;

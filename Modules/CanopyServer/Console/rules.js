@@ -49,7 +49,7 @@ export class RulesView {
                 el("h2", { text: "Security rules" }),
                 el("span", { class: "muted", text: `namespace ${this.app.namespace || "default"} · /.settings/rules.json` }),
                 el("span", { class: "spacer" }),
-                iconButton("download", "Load the rules in force again", () => this.load(), { text: "Reload", action: "reload-rules" }),
+                iconButton("reload", "Load the rules in force again", () => this.load(), { text: "Reload", action: "reload-rules" }),
                 iconButton("check", "Save the rules (Ctrl+S)", () => this.save(), {
                     text: "Save",
                     action: "save-rules",

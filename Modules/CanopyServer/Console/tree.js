@@ -681,6 +681,16 @@ export class Tree {
         state.atStart = String(this.atStart);
         state.atEnd = String(this.atEnd);
         if (state.mode !== this.mode) this.callbacks.onMode?.(this.mode);
+        if (this.mode === "paged") {
+            const keys = this.rows.filter((row) => row.keys && row.depth === 0).map((row) => row.keys[row.keys.length - 1]);
+            const summary = keys.length
+                ? `${keys.length.toLocaleString()} children loaded, ${keys[0]} … ${keys[keys.length - 1]}`
+                : "";
+            if (summary !== this.summary) {
+                this.summary = summary;
+                this.callbacks.onSummary?.(summary);
+            }
+        }
         state.mode = this.mode;
         if (this.mode === "whole" && this.pages[0]?.loaded && hasChildren(this.pages[0].data)) {
             if (childKeys(this.pages[0].data).length > WHOLE_LIMIT) this.callbacks.onGrown?.();
