@@ -490,25 +490,26 @@ export class Tree {
         });
     }
 
+    /** Counts a change against row `id`, in ten slots of 100 ms (the last second). */
     hit(id, now) {
+        const slot = Math.floor(now / 100);
         let entry = this.hits.get(id);
         if (!entry) {
-            entry = [];
+            entry = { slot, counts: new Array(10).fill(0) };
             this.hits.set(id, entry);
         }
-        entry.push(now);
-        if (entry.length > 5000) entry.splice(0, entry.length - 5000);
+        advance(entry, slot);
+        entry.counts[slot % 10]++;
     }
 
     /** How many changes touched row `id` in the last second. */
     rate(id, now) {
         const entry = this.hits.get(id);
         if (!entry) return 0;
-        let drop = 0;
-        while (drop < entry.length && entry[drop] < now - 1000) drop++;
-        if (drop > 0) entry.splice(0, drop);
-        if (entry.length === 0) this.hits.delete(id);
-        return entry.length;
+        advance(entry, Math.floor(now / 100));
+        const total = entry.counts.reduce((sum, count) => sum + count, 0);
+        if (total === 0) this.hits.delete(id);
+        return total;
     }
 
     // Rendering.
@@ -702,6 +703,14 @@ export class Tree {
             }, 250);
         }
     }
+}
+
+/** Moves a change counter on to `slot`, emptying the slots it passes. */
+function advance(entry, slot) {
+    if (slot <= entry.slot) return;
+    if (slot - entry.slot >= entry.counts.length) entry.counts.fill(0);
+    else for (let next = entry.slot + 1; next <= slot; next++) entry.counts[next % entry.counts.length] = 0;
+    entry.slot = slot;
 }
 
 /** The listen for the children between two key bounds; null (a plain listen) when unbounded. */
