@@ -224,14 +224,16 @@ class Check:
         self.wait(lambda: not self.visible_dialog(), "the dialog to close")
 
     def wait_server(self, server, path, expected, what, ns=None):
-        deadline = time.monotonic() + WAIT
-        last = None
-        while time.monotonic() < deadline:
-            last = server.request("GET", path, ns=ns)
-            if last == expected:
-                return
-            time.sleep(0.05)
-        raise AssertionError(f"{what}: the server holds {last!r} at {path}, expected {expected!r}")
+        last = [None]
+
+        def holds():
+            last[0] = server.request("GET", path, ns=ns)
+            return last[0] == expected
+
+        try:
+            WebDriverWait(self.driver, WAIT, poll_frequency=0.05).until(lambda _: holds())
+        except TimeoutException:
+            raise AssertionError(f"{what}: the server holds {last[0]!r} at {path}, expected {expected!r}") from None
 
     def screenshot(self, name):
         if self.options.screenshots:
@@ -508,10 +510,27 @@ class Check:
         assert peak_rendered <= 100, f"{peak_rendered} rows in the DOM"
         assert peak_rows <= 7 * 50, f"{peak_rows} rows held"
         heap = self.js("return performance.memory ? performance.memory.usedJSHeapSize : null")
+        # Keys with a space and a plus page too (a bound goes in the query string percent-encoded).
+        spaced = {f"key {i:03d}+": i for i in range(120)}
+        self.dev.request("PUT", "/spaced", spaced, ns="big")
+        self.open(self.dev, "/spaced", ns="big")
+        self.wait_tree()
+        tree = self.driver.find_element(By.CSS_SELECTOR, ".tree")
+        for wanted in ["key 070+", "key 119+"]:
+            self.js("arguments[0].scrollTop = arguments[0].scrollHeight", tree)
+            self.wait(lambda: wanted in [row["key"] for row in self.rows_held()], f"the row {wanted}")
+        held = [row["key"] for row in self.rows_held()]
+        assert held == sorted(spaced), f"{len(held)} rows held: {held[:3]} … {held[-3:]}"
+        sizes = self.js("return window.__console.tree.pages.map(p => Object.keys(p.data || {}).length)")
+        assert sizes == [50, 50, 20], f"pages of {sizes} children (the bounds were misread)"
         self.figures["big_peak_dom_rows"] = peak_rendered
         self.figures["big_peak_rows_held"] = peak_rows
         say(f"big: scrolled to {bottom} and back; at most {peak_rendered} rows in the DOM, {peak_rows} held"
             + (f", JS heap {heap / 1e6:.0f} MB" if heap else ""))
+
+    def rows_held(self):
+        return self.js("return window.__console.tree.rows.filter(r => r.keys)"
+                       ".map(r => ({key: r.keys[r.keys.length - 1], kind: r.kind}))")
 
     def last_key(self):
         keys = self.js("return window.__console?.tree?.rows.filter(r => r.keys).map(r => r.keys[r.keys.length-1])")

@@ -15,12 +15,14 @@ export class REST {
         this.credential = credential;
     }
 
-    /** The URL of `keys` (an array) with query parameters (values sent as given). */
+    /**
+     * The URL of `keys` (an array) with query parameters, percent-encoded (a space as %20: the
+     * server reads a `+` as itself, as Firebase does).
+     */
     url(keys, parameters = {}) {
         const path = keys.length === 0 ? "/.json" : "/" + keys.map(encodeURIComponent).join("/") + ".json";
-        const query = new URLSearchParams(this.namespace ? { ns: this.namespace } : {});
-        for (const [name, value] of Object.entries(parameters)) query.set(name, value);
-        return `${path}?${query.toString()}`;
+        const pairs = Object.entries(this.namespace ? { ns: this.namespace, ...parameters } : parameters);
+        return `${path}?${pairs.map(([name, value]) => `${encodeURIComponent(name)}=${encodeURIComponent(value)}`).join("&")}`;
     }
 
     headers(extra = {}) {
