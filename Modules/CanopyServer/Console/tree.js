@@ -137,7 +137,7 @@ export class Tree {
             keys,
             data: undefined,
             base: undefined,
-            touched: [],
+            touched: new Map(),
             loaded: false,
             query,
             stop: null,
@@ -241,14 +241,21 @@ export class Tree {
         const relative = at.slice(this.focus.length);
         if (page.loaded && page.base === undefined) page.base = page.data === undefined ? null : page.data;
         let data = page.data === undefined ? null : page.data;
+        const touch = (keys) => {
+            if (!page.loaded) return;
+            const id = keys.join("/");
+            const entry = page.touched.get(id);
+            if (entry) entry.count++;
+            else page.touched.set(id, { relative: keys, count: 1 });
+        };
         if (op.kind === "d") {
             data = setAt(data, relative, op.data);
-            if (page.loaded) page.touched.push(relative);
+            touch(relative);
         } else {
             for (const [member, value] of Object.entries(op.data || {})) {
                 const keys = relative.concat(member.split("/").filter((key) => key));
                 data = setAt(data, keys, value);
-                if (page.loaded) page.touched.push(keys);
+                touch(keys);
             }
         }
         page.data = data;
@@ -416,13 +423,14 @@ export class Tree {
             const base = page.base;
             const touched = page.touched;
             page.base = undefined;
-            page.touched = [];
-            for (const relative of touched) {
+            page.touched = new Map();
+            // Each location once per frame, however many changes it had (counted).
+            for (const { relative, count } of touched.values()) {
                 const keys = this.focus.concat(relative);
                 for (let length = this.focus.length + 1; length <= keys.length; length++) {
                     const id = rowID(keys.slice(0, length));
                     if (!this.rowIndex.has(id) && !oldIndex.has(id)) continue;
-                    this.hit(id, now);
+                    this.hit(id, now, count);
                     if (length < keys.length) {
                         mark(id, "changed");
                         continue;
@@ -490,8 +498,8 @@ export class Tree {
         });
     }
 
-    /** Counts a change against row `id`, in ten slots of 100 ms (the last second). */
-    hit(id, now) {
+    /** Counts `count` changes against row `id`, in ten slots of 100 ms (the last second). */
+    hit(id, now, count = 1) {
         const slot = Math.floor(now / 100);
         let entry = this.hits.get(id);
         if (!entry) {
@@ -499,7 +507,7 @@ export class Tree {
             this.hits.set(id, entry);
         }
         advance(entry, slot);
-        entry.counts[slot % 10]++;
+        entry.counts[slot % 10] += count;
     }
 
     /** How many changes touched row `id` in the last second. */
