@@ -129,15 +129,16 @@ private final class LoadHandler: RealtimeSocketDelegate {
 
     func received(_ frame: ByteBuffer, output: inout RealtimeSocketOutput) {
         guard case .message(let text)? = try? assembler.append(String(buffer: frame)) else { return }
-        // Moved, not copied, so the session appends to the only reference of the output's storage.
-        var load = LoadOutput(socket: output)
-        output = RealtimeSocketOutput()
+        // Swapped in and out rather than copied: no reference counting per message, and the
+        // session appends to the only reference of the output's storage.
+        var load = LoadOutput(socket: RealtimeSocketOutput())
+        swap(&load.socket, &output)
         if authentication != nil {
             authenticate(text, output: &load)
         } else {
             session.received(text, output: &load)
         }
-        output = load.socket
+        swap(&load.socket, &output)
     }
 
     /// Before the credential is accepted: sends it once greeted, and hands the session the hello
