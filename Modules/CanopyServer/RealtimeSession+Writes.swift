@@ -23,31 +23,34 @@ extension RealtimeSession {
     ) -> DatabaseWrite? {
         switch action {
         case .put(let text, let data, let hash):
-            let path: Path
-            do throws(TreeError) {
-                path = try Path(validating: text)
-            } catch {
-                return refusal(.invalidPath(error), answer: answer)
-            }
-            return { database in
-                database.once(writeID, at: path, reply: answer) { reply in
-                    database.set(path, json: data, expectedHash: hash, as: caller, reply: reply)
-                }
+            return step(at: text, writeID: writeID, answer: answer) { database, path, reply in
+                database.set(path, json: data, expectedHash: hash, as: caller, reply: reply)
             }
         case .merge(let text, let data):
-            let path: Path
-            do throws(TreeError) {
-                path = try Path(validating: text)
-            } catch {
-                return refusal(.invalidPath(error), answer: answer)
-            }
-            return { database in
-                database.once(writeID, at: path, reply: answer) { reply in
-                    database.update(path, json: data, as: caller, reply: reply)
-                }
+            return step(at: text, writeID: writeID, answer: answer) { database, path, reply in
+                database.update(path, json: data, as: caller, reply: reply)
             }
         default:
             return nil
+        }
+    }
+
+    /// The step that runs `write` once at the path `text` names, or refuses an invalid path.
+    private static func step(
+        at text: String, writeID: WriteID?, answer: @escaping @Sendable (WriteOutcome) -> Void,
+        _ write:
+            @escaping @Sendable (
+                isolated Database, Path, @escaping @Sendable (WriteOutcome) -> Void
+            ) -> AppliedWrites.Disposition
+    ) -> DatabaseWrite {
+        let path: Path
+        do throws(TreeError) {
+            path = try Path(validating: text)
+        } catch {
+            return refusal(.invalidPath(error), answer: answer)
+        }
+        return { database in
+            database.once(writeID, at: path, reply: answer) { reply in write(database, path, reply) }
         }
     }
 

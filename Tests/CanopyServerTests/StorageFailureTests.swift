@@ -50,9 +50,11 @@ struct StorageFailureTests {
         await database.set(path, json: json, as: .admin)
     }
 
-    /// Runs `body` with a database on a ``FailingStore`` whose commit queue runs meanwhile.
-    static func withFailingDatabase(_ body: (Database, FailingStore) async throws -> Void) async throws {
-        let store = FailingStore()
+    /// Runs `body` with a database on `store` whose commit queue runs meanwhile.
+    static func withDatabase<Store: ServerStore>(
+        on store: Store, metrics: ServerMetrics = ServerMetrics(), maxUncommittedWrites: Int = .max,
+        _ body: (Database, CommitQueue) async throws -> Void
+    ) async throws {
         let logger = Logger(label: "test")
         let queue = CommitQueue(store: store, logger: logger)
         let committer = Task { await queue.run() }
@@ -60,8 +62,16 @@ struct StorageFailureTests {
             queue.finish()
             committer.cancel()
         }
-        try await body(
-            try Database(name: "test", store: store, commits: queue, metrics: ServerMetrics(), logger: logger), store)
+        let database = try Database(
+            name: "test", store: store, commits: queue, metrics: metrics, logger: logger,
+            maxUncommittedWrites: maxUncommittedWrites)
+        try await body(database, queue)
+    }
+
+    /// Runs `body` with a database on a ``FailingStore`` whose commit queue runs meanwhile.
+    static func withFailingDatabase(_ body: (Database, FailingStore) async throws -> Void) async throws {
+        let store = FailingStore()
+        try await withDatabase(on: store) { database, _ in try await body(database, store) }
     }
 
     @Test func aWriteTheStoreRefusesIsRolledBackInMemoryAndForListeners() async throws {
@@ -78,12 +88,9 @@ struct StorageFailureTests {
             #expect(error.status == .storageError)
 
             // Memory goes back to what is durable; the good write stays.
-            var reverted = false
-            for _ in 0..<100 where !reverted {
-                reverted = await database.read("broken", params: .default, caller: .admin)?.isEmpty == true
-                if !reverted { try await Task.sleep(for: .milliseconds(50)) }
-            }
-            #expect(reverted, "the refused write is still visible in memory")
+            #expect(
+                await eventually { await database.read("broken", params: .default, caller: .admin)?.isEmpty == true },
+                "the refused write is still visible in memory")
             #expect(await database.read("kept", params: .default, caller: .admin) == Node(.number(1)))
             // The listen's first push is the location's value; pushes go out only once durable, so the
             // listener never saw 2; after the reload it is told the location's value again.
@@ -96,29 +103,20 @@ struct StorageFailureTests {
 
     /// Rules are stored before they are used: rules the store refuses never take effect.
     @Test func rulesTheStoreRefusesDoNotTakeEffect() async throws {
-        let store = FailingStore()
-        let logger = Logger(label: "test")
-        let queue = CommitQueue(store: store, logger: logger)
-        // Rules are stored by the commit queue's committer.
-        let committer = Task { await queue.run() }
-        defer {
-            queue.finish()
-            committer.cancel()
+        try await Self.withFailingDatabase { database, store in
+            let good = #"{"rules": {".read": true, ".write": false}}"#
+            let refused = #"{"rules": {"broken": {".read": false}}}"#
+            for text in [good, refused] {
+                let document = try RulesDocument(parsing: text)
+                let stored = (try? await database.setRules(document, text: text)) != nil
+                #expect(stored == (text == good))
+            }
+            #expect(await database.rulesText == good)
+            #expect(await database.mayRead("x", params: .default, caller: .unauthenticated))
+            let now = ServerValueContext(now: 0)
+            #expect(await !database.maySet("x", to: Node(.bool(true)), caller: .unauthenticated, at: now))
+            #expect(store.setting("rules") == .string(good))
         }
-        let database = try Database(
-            name: "test", store: store, commits: queue, metrics: ServerMetrics(), logger: logger)
-        let good = #"{"rules": {".read": true, ".write": false}}"#
-        let refused = #"{"rules": {"broken": {".read": false}}}"#
-        for text in [good, refused] {
-            let document = try RulesDocument(parsing: text)
-            let stored = (try? await database.setRules(document, text: text)) != nil
-            #expect(stored == (text == good))
-        }
-        #expect(await database.rulesText == good)
-        #expect(await database.mayRead("x", params: .default, caller: .unauthenticated))
-        let now = ServerValueContext(now: 0)
-        #expect(await !database.maySet("x", to: Node(.bool(true)), caller: .unauthenticated, at: now))
-        #expect(store.setting("rules") == .string(good))
     }
 
     /// Writes applied after one the store refused were computed from it: they fail too, so the disk
@@ -142,23 +140,16 @@ struct StorageFailureTests {
                 #expect(error.status == .storageError)
                 #expect(!error.message.contains("DiskFull"), "the client is told the store's internals: \(error)")
             }
-            var recovered = false
-            for _ in 0..<100 where !recovered {
-                recovered = await database.read("after", params: .default, caller: .admin)?.isEmpty == true
-                if !recovered { try await Task.sleep(for: .milliseconds(50)) }
-            }
-            #expect(recovered, "a write that was never stored is still in memory")
+            #expect(
+                await eventually { await database.read("after", params: .default, caller: .admin)?.isEmpty == true },
+                "a write that was never stored is still in memory")
             #expect(store.loadTree() == (try Node(json: ["kept": 1])))
             // Once memory matches the disk again, writes are stored again.
-            var stored = false
-            for _ in 0..<100 where !stored {
-                if case .ok = await Self.set(database, "after", 4) {
-                    stored = true
-                } else {
-                    try await Task.sleep(for: .milliseconds(50))
-                }
-            }
-            #expect(stored)
+            #expect(
+                await eventually {
+                    if case .ok = await Self.set(database, "after", 4) { return true }
+                    return false
+                })
             #expect(store.loadTree() == (try Node(json: ["kept": 1, "after": 4])))
         }
     }
@@ -202,20 +193,14 @@ struct StalledStoreTests {
         let store = StalledStore()
         // Whatever happens in `body`, the commit thread is not left waiting.
         defer { store.release() }
-        let logger = Logger(label: "test")
-        let queue = CommitQueue(store: store, logger: logger)
-        let committer = Task { await queue.run() }
-        defer {
-            queue.finish()
-            committer.cancel()
+        try await StorageFailureTests.withDatabase(on: store, metrics: metrics, maxUncommittedWrites: 5) {
+            database, queue in
+            let accepted = (0..<5).map { index in
+                Task { await StorageFailureTests.set(database, Path("w/\(index)"), .number(Double(index))) }
+            }
+            try await waitUntil("five writes waiting for the store") { queue.uncommittedWrites == 5 }
+            try await body(database, queue, store, accepted)
         }
-        let database = try Database(
-            name: "test", store: store, commits: queue, metrics: metrics, logger: logger, maxUncommittedWrites: 5)
-        let accepted = (0..<5).map { index in
-            Task { await StorageFailureTests.set(database, Path("w/\(index)"), .number(Double(index))) }
-        }
-        while queue.uncommittedWrites < 5 { try await Task.sleep(for: .milliseconds(5)) }
-        try await body(database, queue, store, accepted)
     }
 
     @Test func writesAreRefusedWhileTheStoreIsTooFarBehindAndAcceptedOnceItCatchesUp() async throws {

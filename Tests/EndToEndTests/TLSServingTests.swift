@@ -224,15 +224,3 @@ extension AsyncStream<ServerMessage>.Iterator {
         return taken
     }
 }
-
-extension [ServerMessage] {
-    func status(of number: Int) -> ResponseStatus? {
-        for case .response(number, let status, _) in self { return status }
-        return nil
-    }
-
-    func data(of number: Int) -> JSONValue? {
-        for case .response(number, _, let data) in self { return data }
-        return nil
-    }
-}

@@ -52,28 +52,6 @@ extension AsyncStream<ServerMessage>.Iterator {
     }
 }
 
-extension [ServerMessage] {
-    /// The status of the answer to request `number`, if it is among these messages.
-    func status(of number: Int) -> ResponseStatus? {
-        for case .response(number, let status, _) in self { return status }
-        return nil
-    }
-
-    /// The data of the answer to request `number`, if it is among these messages.
-    func data(of number: Int) -> JSONValue? {
-        for case .response(number, _, let data) in self { return data }
-        return nil
-    }
-
-    /// The data of every `d` push, in order.
-    var overwrites: [JSONValue] {
-        compactMap { message in
-            if case .overwrite(_, let data, _) = message { return data }
-            return nil
-        }
-    }
-}
-
 /// A TCP listener on 127.0.0.1 that accepts connections and never answers (not even the
 /// WebSocket upgrade), holding them open until ``stop()``.
 final class SilentListener: Sendable {
