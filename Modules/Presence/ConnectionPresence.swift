@@ -1,4 +1,4 @@
-import Synchronization
+public import Synchronization
 public import Tree
 
 /// One connection's onDisconnect operations and the identity they run as, from their registration
@@ -22,17 +22,21 @@ public import Tree
 public final class ConnectionPresence<Identity: DisconnectIdentity>: Sendable {
     /// The session the operations belong to; their record is kept under it.
     public let session: String
-    private let state: Mutex<State>
+    // Inlinable, with the accessors read on every request, so that a client module reads them
+    // specialized for its identity type instead of instantiating generic metadata per call.
+    @usableFromInline let state: Mutex<State>
     /// The handing over of the operations, once started.
     private let handover = Mutex<Task<Void, Never>?>(nil)
 
-    private struct State {
-        var identity: Identity
+    @usableFromInline struct State {
+        @usableFromInline var identity: Identity
         /// Counts identity changes, so that a change meant for an earlier identity does nothing.
-        var identification = 0
-        var operations = DisconnectOperations()
+        @usableFromInline var identification = 0
+        @usableFromInline var operations = DisconnectOperations()
         /// Set once the operations were taken to run.
-        var retired = false
+        @usableFromInline var retired = false
+
+        @usableFromInline init(identity: Identity) { self.identity = identity }
     }
 
     public init(session: String, identity: Identity) {
@@ -41,13 +45,13 @@ public final class ConnectionPresence<Identity: DisconnectIdentity>: Sendable {
     }
 
     /// Who the connection acts as now.
-    public var identity: Identity { state.withLock { $0.identity } }
+    @inlinable public var identity: Identity { state.withLock { $0.identity } }
 
     /// The operations registered now.
     public var operations: DisconnectOperations { state.withLock { $0.operations } }
 
     /// Whether the operations were taken to run: nothing is registered any more.
-    public var isRetired: Bool { state.withLock { $0.retired } }
+    @inlinable public var isRetired: Bool { state.withLock { $0.retired } }
 
     /// The operations registered now and the identity they run as, read together; `nil` once they
     /// were taken to run.
