@@ -19,7 +19,7 @@ extension Database {
         _ subscriber: any Subscriber, path: Path, params: QueryParams, queryID: String, tag: Int?, hash: String?,
         caller: Caller, reply: @escaping @Sendable ([String]) -> Void = { _ in }
     ) -> Bool {
-        let access = readAccess(path, params: params, caller: caller)
+        let access = readAccess(path, params: params, caller: caller, refusal: .listen)
         guard case .allowed(let dependsOnData) = access else { return false }
         let data = root.child(at: path)
         var warnings: [String] = []

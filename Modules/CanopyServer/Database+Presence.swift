@@ -64,7 +64,7 @@ extension Database: DisconnectDatabase {
         }
         let removal: [DisconnectChange] =
             if keepsDisconnectRecords, let session { [.remove(session: session)] } else { [] }
-        performPastBacklog(writes, disconnects: removal)
+        RequestTransport.$current.withValue(.disconnect) { performPastBacklog(writes, disconnects: removal) }
     }
 
     /// Runs the operations stored for connections that no process serves any more, each session's

@@ -11,41 +11,85 @@ struct StartupRules: Sendable {
 }
 
 extension Database {
-    /// Whether `caller` may read `path` with `params` (the admin always may).
-    func mayRead(_ path: Path, params: QueryParams, caller: Caller) -> Bool {
-        readAccess(path, params: params, caller: caller) != .denied
+    /// Whether `caller` may read `path` with `params` (the admin always may); a refusal is logged
+    /// as `refusal` (see ``refusals``).
+    func mayRead(_ path: Path, params: QueryParams, caller: Caller, refusal: RefusedOperation = .read) -> Bool {
+        readAccess(path, params: params, caller: caller, refusal: refusal) != .denied
     }
 
     /// How the rules let `caller` read `path` with `params`: not at all, or allowed, and then
-    /// whether by a rule that reads the data (which a write may turn).
-    func readAccess(_ path: Path, params: QueryParams, caller: Caller) -> ReadAccess {
+    /// whether by a rule that reads the data (which a write may turn). A refusal is logged as
+    /// `refusal`, unless that is `nil` (a listen checked again is no request).
+    func readAccess(_ path: Path, params: QueryParams, caller: Caller, refusal: RefusedOperation?) -> ReadAccess {
         guard enforcesRules, case .user(let auth) = caller else { return .allowed(dependsOnData: false) }
-        let query = params.isDefault ? nil : RuleQuery(params)
-        let decision = rules.canRead(path, auth: auth, root: root, query: query, now: Int64(Self.now()))
-        guard allowed(decision, path) else { return .denied }
+        let decision = readDecision(path, params: params, auth: auth, rules: rules, now: Int64(Self.now()))
+        guard allowed(decision, path, refusal, auth: auth) else { return .denied }
         guard case .allowed(let rule) = decision else { return .allowed(dependsOnData: false) }
         return .allowed(dependsOnData: rule?.readsData ?? false)
     }
 
     /// Whether `caller` may replace the data at `path` by `node` (server values resolved at
-    /// `context.now`, which is also the rules' `now`).
-    func maySet(_ path: Path, to node: Node, caller: Caller, at context: ServerValueContext) -> Bool {
+    /// `context.now`, which is also the rules' `now`); a refusal is logged as `refusal`.
+    func maySet(
+        _ path: Path, to node: Node, caller: Caller, at context: ServerValueContext,
+        refusal: RefusedOperation = .set
+    ) -> Bool {
         guard enforcesRules, case .user(let auth) = caller else { return true }
-        return allowed(rules.canSet(path, to: node, auth: auth, root: root, now: Int64(context.now)), path)
+        let decision = setDecision(path, to: node, auth: auth, rules: rules, now: Int64(context.now))
+        return allowed(decision, path, refusal, auth: auth)
     }
 
     /// Whether `caller` may apply the multi-path update `children` (relative to `path`; server
-    /// values resolved at `context.now`, which is also the rules' `now`).
-    func mayUpdate(_ path: Path, children: [(Path, Node)], caller: Caller, at context: ServerValueContext) -> Bool {
+    /// values resolved at `context.now`, which is also the rules' `now`); a refusal is logged as
+    /// `refusal`.
+    func mayUpdate(
+        _ path: Path, children: [(Path, Node)], caller: Caller, at context: ServerValueContext,
+        refusal: RefusedOperation = .update
+    ) -> Bool {
         guard enforcesRules, case .user(let auth) = caller else { return true }
-        return allowed(
-            rules.canUpdate(path, children: children, auth: auth, root: root, now: Int64(context.now)), path)
+        let decision = updateDecision(path, children: children, auth: auth, rules: rules, now: Int64(context.now))
+        return allowed(decision, path, refusal, auth: auth)
     }
 
-    private func allowed(_ decision: RuleDecision, _ path: Path) -> Bool {
+    /// What `rules` decide for a read of `path` with `params` by `auth` at `now`, on the data held.
+    func readDecision(
+        _ path: Path, params: QueryParams, auth: AuthContext?, rules: RulesDocument, now: Int64
+    ) -> RuleDecision {
+        let query = params.isDefault ? nil : RuleQuery(params)
+        return rules.canRead(path, auth: auth, root: root, query: query, now: now)
+    }
+
+    /// What `rules` decide for replacing the data at `path` by `node`, by `auth` at `now`.
+    func setDecision(_ path: Path, to node: Node, auth: AuthContext?, rules: RulesDocument, now: Int64) -> RuleDecision
+    {
+        rules.canSet(path, to: node, auth: auth, root: root, now: now)
+    }
+
+    /// What `rules` decide for the multi-path update `children` at `path`, by `auth` at `now`.
+    func updateDecision(
+        _ path: Path, children: [(Path, Node)], auth: AuthContext?, rules: RulesDocument, now: Int64
+    ) -> RuleDecision {
+        rules.canUpdate(path, children: children, auth: auth, root: root, now: now)
+    }
+
+    private func allowed(
+        _ decision: RuleDecision, _ path: Path, _ refusal: RefusedOperation?, auth: AuthContext?
+    ) -> Bool {
         guard case .denied(let denial) = decision else { return true }
         logger.debug("permission denied", metadata: ["namespace": "\(name)", "path": "\(path)", "why": "\(denial)"])
+        if let refusal {
+            refusals.record(
+                RuleRefusal(
+                    time: Self.now(), path: path, operation: refusal, uid: Self.uid(of: auth),
+                    authenticated: auth != nil, transport: RequestTransport.current, denial: denial))
+        }
         return false
+    }
+
+    /// `auth.uid` when it is a string.
+    static func uid(of auth: AuthContext?) -> String? {
+        guard case .string(let uid)? = auth?.variable.child(ChildKey("uid")).leafValue else { return nil }
+        return uid
     }
 
     /// Gives the listeners of `subscriberID` a new caller (the connection authenticated again or
@@ -79,7 +123,7 @@ extension Database {
     private func recheck(_ candidates: [Listener]) {
         var lost: [Listener] = []
         for var listener in candidates {
-            switch readAccess(listener.path, params: listener.params, caller: listener.caller) {
+            switch readAccess(listener.path, params: listener.params, caller: listener.caller, refusal: nil) {
             case .denied:
                 lost.append(listener)
             case .allowed(let dependsOnData) where dependsOnData != listener.dependsOnData:
@@ -146,12 +190,12 @@ extension Database {
             switch operation.kind {
             case .set(let json):
                 let node = try Node(json: json, at: path, existing: root.child(at: path), serverValues: context)
-                return maySet(path, to: node, caller: caller, at: context)
+                return maySet(path, to: node, caller: caller, at: context, refusal: .onDisconnectSet)
             case .update(let members):
                 let children = try Self.updateChildren(members, at: path) { absolute, value throws(TreeError) in
                     try Node(json: value, at: absolute, existing: root.child(at: absolute), serverValues: context)
                 }
-                return mayUpdate(path, children: children, caller: caller, at: context)
+                return mayUpdate(path, children: children, caller: caller, at: context, refusal: .onDisconnectUpdate)
             }
         } catch {
             return false

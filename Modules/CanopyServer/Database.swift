@@ -53,6 +53,8 @@ actor Database {
     private(set) var rulesText: String
     /// Whether rules were ever set: until then everything is allowed and nothing is evaluated.
     private(set) var enforcesRules: Bool
+    /// The last requests the rules refused (`GET /.settings/rules/refusals.json`).
+    var refusals = RefusalLog()
     /// Set from a storage failure until the tree in memory was reloaded from the store; writes are
     /// refused meanwhile.
     private var recovering = false
@@ -284,8 +286,7 @@ actor Database {
         let context = ServerValueContext(now: Self.now())
         let node: Node
         do {
-            let existing = json.containsServerValue ? root.child(at: path) : .empty
-            node = try Node(json: json, at: path, existing: existing, serverValues: context)
+            node = try newNode(json, at: path, context: context)
         } catch {
             return refuse(.refused(error), reply: reply)
         }
@@ -318,10 +319,7 @@ actor Database {
         let context = ServerValueContext(now: Self.now())
         var children: [(path: Path, node: Node)] = []
         do throws(TreeError) {
-            children = try Self.updateChildren(members, at: path) { absolute, value throws(TreeError) in
-                let existing = value.containsServerValue ? root.child(at: absolute) : .empty
-                return try Node(json: value, at: absolute, existing: existing, serverValues: context)
-            }
+            children = try newChildren(members, at: path, context: context)
         } catch {
             return refuse(.refused(error), reply: reply)
         }
@@ -340,6 +338,23 @@ actor Database {
             reply(error.map { .rejected($0) } ?? .ok(value: .empty))
         }
         return .applied
+    }
+
+    /// The node a set of `json` at `path` writes, server values resolved at `context.now`.
+    func newNode(_ json: JSONValue, at path: Path, context: ServerValueContext) throws(TreeError) -> Node {
+        let existing = json.containsServerValue ? root.child(at: path) : .empty
+        return try Node(json: json, at: path, existing: existing, serverValues: context)
+    }
+
+    /// The members of a multi-path update of `members` at `path` as nodes, as
+    /// ``updateChildren(_:at:build:)`` gives them, server values resolved at `context.now`.
+    func newChildren(
+        _ members: [String: JSONValue], at path: Path, context: ServerValueContext
+    ) throws(TreeError) -> [(path: Path, node: Node)] {
+        try Self.updateChildren(members, at: path) { absolute, value throws(TreeError) in
+            let existing = value.containsServerValue ? root.child(at: absolute) : .empty
+            return try Node(json: value, at: absolute, existing: existing, serverValues: context)
+        }
     }
 
     /// Applies validated writes in memory, computes the pushes they cause, and queues them for

@@ -61,7 +61,10 @@ struct RESTController: Sendable {
             } catch .shuttingDown {
                 return RESTResponse.error(.serviceUnavailable, "The server is shutting down")
             }
-            if let response = try await serve(&request, rest: rest, lease: lease, channel: channel) {
+            let served = try await RequestTransport.$current.withValue(.rest) {
+                try await serve(&request, rest: rest, lease: lease, channel: channel)
+            }
+            if let response = served {
                 return response
             }
             logger.debug(
@@ -88,6 +91,9 @@ struct RESTController: Sendable {
         case .failure(let refusal): return refusal.response
         }
         if rest.isRulesDocument { return try await rules(request, rest: rest, caller: caller, database: database) }
+        if let tool = rest.rulesTool {
+            return await rulesTool(tool, &request, rest: rest, caller: caller, database: database)
+        }
         switch request.method {
         case .get:
             if request.headers[.accept]?.contains("text/event-stream") == true {
@@ -131,7 +137,7 @@ struct RESTController: Sendable {
     }
 
     /// The request's body parsed as JSON.
-    private static func jsonBody(of request: inout Request, limit: Int) async throws(BodyRefusal) -> JSONValue {
+    static func jsonBody(of request: inout Request, limit: Int) async throws(BodyRefusal) -> JSONValue {
         let buffer: ByteBuffer
         do {
             buffer = try await request.collectBody(upTo: limit)

@@ -5,8 +5,18 @@ import Tree
 struct RESTRequest {
     /// `/.settings/rules.json`.
     var isRulesDocument = false
+    /// `/.settings/rules/simulate.json` or `/.settings/rules/refusals.json`.
+    var rulesTool: RulesTool?
     var path: Path = .root
     var parameters: [String: String] = [:]
+
+    /// The admin's tools beside the rules document (see ``RESTController/rulesTool(_:_:rest:caller:database:)``).
+    enum RulesTool: String {
+        /// `POST`: what the rules decide for a request described in the body.
+        case simulate
+        /// `GET`: the last requests the rules refused.
+        case refusals
+    }
 
     enum ParseError: Error {
         case notJSONPath
@@ -21,6 +31,11 @@ struct RESTRequest {
         let location = String(decodedPath.dropLast(".json".count))
         if location == "/.settings/rules" {
             isRulesDocument = true
+        } else if location.hasPrefix("/.settings/rules/") {
+            guard let tool = RulesTool(rawValue: String(location.dropFirst("/.settings/rules/".count))) else {
+                throw .invalidPath("\(location) is not a rules endpoint (simulate, refusals)")
+            }
+            rulesTool = tool
         } else {
             do {
                 path = try Path(validating: location)

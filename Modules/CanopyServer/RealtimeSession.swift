@@ -217,7 +217,13 @@ final class RealtimeSession: Sendable {
         Task { await drain(database: database) }
     }
 
+    /// Handles what waits in the inbox until it is empty; the database sees its requests come
+    /// over the realtime protocol (``RequestTransport``).
     private func drain(database: Database?) async {
+        await RequestTransport.$current.withValue(.realtime) { await drainInbox(database: database) }
+    }
+
+    private func drainInbox(database: Database?) async {
         var batch: [Inbound] = []
         while true {
             inbox.withLock { inbox in
