@@ -14,7 +14,11 @@ checks, in Chromium (`chromium --headless=new`, /usr/bin/chromedriver):
   big         a node with 1,000,000 children: first page, scrolling down and up, bounded DOM
   rules       the rules document shows; a refused one is shown at its line and column; a good one is set
   secret      with --admin-secret the console asks; a wrong credential is refused, the right one works,
-              kept in sessionStorage only; import in parts under a small request limit, export with it
+              kept in sessionStorage only; import in parts under a small request limit, export with it;
+              the rules simulator and the log of refused requests refuse without the admin credential
+  simulator   the rules simulator shows the verdict and the deciding rule (or the rules tried), and agrees
+              with the recorded outcome and the server's own answer on cases of firebase-rules-cases.json
+  refusals    a refused REST write shows in the Rules view's log of refused requests, as text
   hot         (only with --figures) events/s reaching the page while canopy-load writes to what it shows
 
 Every wait waits for a state (WebDriverWait), never a fixed time.
@@ -39,6 +43,7 @@ import sys
 import tempfile
 import time
 import traceback
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -623,6 +628,155 @@ class Check:
         self.js("sessionStorage.clear()")
         self.open(self.secret, "/")
         self.wait(lambda: self.driver.find_elements(By.CSS_SELECTOR, "dialog.sign-in[open]"), "the sign-in dialog")
+        self.secret_rules_tools()
+
+    # The rules simulator and the log of refused requests.
+
+    def secret_rules_tools(self):
+        """Without the admin credential the simulator and the log refuse, over REST and in the page."""
+        for method, tool, body in [("POST", "simulate", b'{"path": "/", "operation": "read"}'),
+                                   ("GET", "refusals", None)]:
+            for headers in [{}, {"Authorization": "Bearer not-the-secret"}]:
+                try:
+                    urllib.request.urlopen(urllib.request.Request(
+                        f"{self.secret.url}/.settings/rules/{tool}.json", data=body, method=method, headers=headers))
+                    raise AssertionError(f"{tool} answered without the admin credential")
+                except urllib.error.HTTPError as error:
+                    assert error.code == 401, (tool, error.code)
+                    assert "error" in json.loads(error.read()), tool
+        dialog = self.visible_dialog()
+        self.press(dialog, "anonymous")
+        self.wait_dialog_closed()
+        self.driver.find_element(By.CSS_SELECTOR, '.tabs a[data-tab="rules"]').click()
+        self.wait(lambda: self.driver.find_elements(By.CSS_SELECTOR, ".rules-simulator form"), "the simulator")
+        status = self.driver.find_element(By.CSS_SELECTOR, ".log-status")
+        self.wait(lambda: "admin credential" in status.text, "the log's refusal")
+        self.driver.find_element(By.CSS_SELECTOR, '[data-action="simulate"]').click()
+        result = self.driver.find_element(By.CSS_SELECTOR, ".sim-result")
+        self.wait(lambda: result.get_attribute("data-verdict") == "error", "the simulator's refusal")
+        assert "admin credential" in result.text, result.text
+        assert not self.driver.find_elements(By.CSS_SELECTOR, ".refusal"), "refusals showed without the admin"
+
+    def open_rules(self, server, ns=None):
+        self.open(server, "/", ns=ns, fragment="#rules")
+        self.wait(lambda: self.driver.find_elements(By.CSS_SELECTOR, ".rules-simulator form"), "the simulator")
+
+    def simulate(self, operation, path, auth=None, data=None, draft=False):
+        """Fills the simulator (auth: None, a uid, or a dict of token claims), runs it and returns the result."""
+        form = self.driver.find_element(By.CSS_SELECTOR, ".rules-simulator form")
+        result = self.driver.find_element(By.CSS_SELECTOR, ".sim-result")
+        runs = result.get_attribute("data-runs") or "0"
+        kind = "none" if auth is None else "uid" if isinstance(auth, str) else "claims"
+        self.js("""
+            const [form, values] = arguments;
+            for (const [name, value] of Object.entries(values)) {
+                const field = form.elements[name];
+                if (field.type === "checkbox") field.checked = value; else field.value = value;
+                field.dispatchEvent(new Event(field.tagName === "SELECT" ? "change" : "input"));
+            }""", form, {"sim-operation": operation, "sim-path": path, "sim-auth-kind": kind,
+                         "sim-uid": auth if isinstance(auth, str) else "",
+                         "sim-claims": json.dumps(auth) if isinstance(auth, dict) else "",
+                         "sim-data": json.dumps(data), "sim-draft": draft})
+        form.find_element(By.CSS_SELECTOR, '[data-action="simulate"]').click()
+        self.wait(lambda: self.js("return arguments[0].dataset.runs", result) != runs, "the simulator's verdict")
+        return result
+
+    def set_rules(self, server, rules, ns=None):
+        url = f"{server.url}/.settings/rules.json" + (f"?ns={ns}" if ns else "")
+        urllib.request.urlopen(urllib.request.Request(
+            url, data=rules.encode(), method="PUT", headers={"Authorization": f"Bearer {server.credential}"})).read()
+
+    def case_simulator(self):
+        rules = ('{\n  "rules": {\n    "users": {\n      "$uid": {\n        ".read": "auth != null && auth.uid == $uid",\n'
+                 '        ".write": "auth.uid == $uid || auth.token.admin == true",\n'
+                 '        "born": { ".validate": "newData.isNumber()" }\n      }\n    }\n  }\n}')
+        self.set_rules(self.dev, rules, ns="sim")
+        self.dev.request("PUT", "/", SEED, ns="sim")
+        self.open_rules(self.dev, ns="sim")
+        result = self.simulate("read", "/users/ada", "ada")
+        assert result.get_attribute("data-verdict") == "allowed", result.text
+        assert "/users/$uid/.read" in result.find_element(By.CSS_SELECTOR, ".decided-by").text, result.text
+        result = self.simulate("set", "/users/ada/born", {"sub": "grace", "admin": True}, data=1816)
+        assert result.get_attribute("data-verdict") == "allowed", result.text
+        result = self.simulate("set", "/users/ada/born", "ada", data="1815")
+        assert result.get_attribute("data-verdict") == "denied", result.text
+        assert "/users/$uid/born/.validate" in result.text, result.text
+        result = self.simulate("read", "/users/ada", "alan")
+        assert result.get_attribute("data-verdict") == "denied", result.text
+        tried = [item.text for item in result.find_elements(By.CSS_SELECTOR, ".tried li")]
+        assert len(tried) == 1 and "auth != null && auth.uid == $uid" in tried[0] and "was false" in tried[0], tried
+        self.screenshot("simulator")
+        # The draft in the editor, not saved.
+        area = self.driver.find_element(By.CSS_SELECTOR, "textarea.rules-text")
+        self.wait(lambda: area.get_attribute("value") == rules, "the rules in the editor")
+        self.js("arguments[0].value = arguments[1]; arguments[0].dispatchEvent(new Event('input'))", area,
+                '{"rules": {".read": true}}')
+        result = self.simulate("read", "/users/ada", None, draft=True)
+        assert result.get_attribute("data-verdict") == "allowed" and "draft rules" in result.text, result.text
+        # Cases of the rules corpus whose auth the page can give (none, or a uid): the page's verdict is the
+        # recorded one and the server's own answer to the request.
+        corpus = json.load(open("Tests/RulesTests/Fixtures/firebase-rules-cases.json"))
+        chosen = [case for case in corpus
+                  if case["op"] in ("read", "set", "update") and not {"skip", "disputed", "needs_now", "query"} & set(case)
+                  and (case["auth"] is None or set(case["auth"]) == {"uid"})
+                  and "auth." not in json.dumps(case["rules"]).replace("auth.uid", "")]
+        picked = [case for op in ("read", "set", "update") for case in [c for c in chosen if c["op"] == op][:4]]
+        assert len(picked) >= 10, len(picked)
+        for case in picked:
+            self.set_rules(self.dev, json.dumps(case["rules"]), ns="corpus")
+            self.dev.request("PUT", "/", json.dumps(case["data"]).encode(), ns="corpus")
+            if case is picked[0]:
+                self.open_rules(self.dev, ns="corpus")
+            auth = None if case["auth"] is None else case["auth"]["uid"]
+            result = self.simulate(case["op"], case["path"], auth, data=case.get("value"))
+            shown, text = self.js("return [arguments[0].dataset.verdict, arguments[0].textContent]", result)
+            verdict = {"allowed": "allow", "denied": "deny"}.get(shown, f"{shown}: {text}")
+            override = urllib.parse.quote(json.dumps(case["auth"]))
+            method = {"read": "GET", "set": "PUT", "update": "PATCH"}[case["op"]]
+            try:
+                self.dev.request(method, case["path"].rstrip("/") or "/",
+                                 None if method == "GET" else json.dumps(case.get("value")).encode(),
+                                 ns="corpus", query=f"auth_variable_override={override}")
+                answer = "allow"
+            except urllib.error.HTTPError as error:
+                answer = "deny" if error.code == 401 else f"status {error.code}"
+            assert verdict == case["expect"] == answer, (case["id"], verdict, case["expect"], answer)
+        say(f"simulator: {len(picked)} corpus cases agree ({', '.join(case['id'] for case in picked)})")
+
+    def case_refusals(self):
+        self.set_rules(self.dev, json.dumps({"rules": {".read": True, "users": {"$uid": {".write": "auth.uid == $uid"}}}},
+                                            indent=2), ns="log")
+        self.open_rules(self.dev, ns="log")
+        status = self.driver.find_element(By.CSS_SELECTOR, ".log-status")
+        self.wait(lambda: "live" in status.text, "the log")
+        key = "<img src=x onerror=alert(1)>"
+        for path in ["/users/ada/name", "/users/" + urllib.parse.quote(key, safe="")]:
+            try:
+                urllib.request.urlopen(urllib.request.Request(
+                    f"{self.dev.url}{path}.json?ns=log", data=b'"<script>alert(1)</script>"', method="PUT"))
+                raise AssertionError(f"the write to {path} was not refused")
+            except urllib.error.HTTPError as error:
+                assert error.code == 401, error.code
+        rows = self.wait(lambda: len(self.driver.find_elements(By.CSS_SELECTOR, ".refusal")) >= 2 and
+                         self.driver.find_elements(By.CSS_SELECTOR, ".refusal"), "the refusals in the log")
+        newest = rows[0].find_element(By.CSS_SELECTOR, ".refusal-path").text
+        assert newest == f"/users/{key}", newest
+        cells = [rows[1].find_element(By.CSS_SELECTOR, selector).text
+                 for selector in [".refusal-operation", ".refusal-path", ".refusal-who", ".refusal-transport"]]
+        assert cells == ["set", "/users/ada/name", "unauthenticated", "rest"], cells
+        rows[1].find_element(By.CSS_SELECTOR, "summary").click()
+        tried = self.wait(lambda: rows[1].find_elements(By.CSS_SELECTOR, ".tried li"), "the rules tried")
+        assert "/users/$uid/.write" in tried[0].text and "auth.uid == $uid" in tried[0].text, tried[0].text
+        assert not self.driver.find_elements(By.CSS_SELECTOR, ".refusal img, .refusal script"), "a key became markup"
+        alan = urllib.parse.quote(json.dumps({"uid": "alan"}))
+        try:
+            self.dev.request("PATCH", "/users/ada", {"name": "Alan"}, ns="log", query=f"auth_variable_override={alan}")
+            raise AssertionError("alan's update of /users/ada was not refused")
+        except urllib.error.HTTPError as error:
+            assert error.code == 401, error.code
+        self.wait(lambda: self.driver.find_elements(By.CSS_SELECTOR, ".refusal")[0].find_element(
+            By.CSS_SELECTOR, ".refusal-who").text == "alan", "alan's refusal in the log")
+        self.screenshot("refusals")
 
     def case_hot(self):
         load = os.path.join(self.options.bin, "canopy-load")
@@ -667,7 +821,7 @@ def css(text):
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
-CASES = ["tree", "live", "edit", "query", "xss", "transfer", "rules", "secret", "big"]
+CASES = ["tree", "live", "edit", "query", "xss", "transfer", "rules", "secret", "big", "simulator", "refusals"]
 
 
 def main():
