@@ -124,9 +124,6 @@ public struct IndexOrder: SortOrder {
     @inlinable public func compare(_ a: NamedNode, _ b: NamedNode) -> Int { index.compare(a, b) }
 }
 
-/// A node's children sorted by one index.
-public typealias IndexedChildren = SortedMap<NamedNode, Void, IndexOrder>
-
 extension Node {
     /// Three-way comparison in value order: empty < booleans < numbers < strings < nodes with
     /// children (all equal to each other).

@@ -13,7 +13,8 @@ extension Node {
         if index == .key || (storage.prioritizedChildren == 0 && index == .priority && start?.node.priority == nil) {
             return ChildSequence(.byKey(storage.children.elements(from: start?.name, reverse: reverse)))
         }
-        return ChildSequence(.byIndex(storage.sorted(by: index).elements(from: start, reverse: reverse)))
+        let from = start.map { IndexedChild($0, in: index) }
+        return ChildSequence(.byIndex(storage.sorted(by: index).elements(from: from, reverse: reverse)))
     }
 
     /// The first child in `index` order.
@@ -34,7 +35,8 @@ extension Node {
         if index == .key || (storage.prioritizedChildren == 0 && index == .priority && child.priority == nil) {
             return storage.children.predecessor(of: name)?.key
         }
-        return storage.sorted(by: index).predecessor(of: NamedNode(name: name, node: child))?.key.name
+        return storage.sorted(by: index).predecessor(of: IndexedChild(NamedNode(name: name, node: child), in: index))?
+            .key.named.name
     }
 }
 
@@ -78,7 +80,7 @@ public struct ChildSequence: Sequence, Sendable {
             case .byIndex(var iterator):
                 let element = iterator.next()
                 state = .byIndex(iterator)
-                return element?.key
+                return element?.key.named
             }
         }
     }

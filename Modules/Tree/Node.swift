@@ -287,7 +287,10 @@ extension Node: Equatable {
     /// Storage for a freshly built map; counts prioritized children in O(n).
     convenience init(children: ChildMap, priority: Priority?) {
         var count = 0
-        for (_, child) in children where child.priority != nil { count += 1 }
+        _ = children.forEach { _, child in
+            if child.priority != nil { count += 1 }
+            return true
+        }
         self.init(children: children, priority: priority, prioritizedChildren: count, indexes: [:])
     }
 
@@ -306,8 +309,10 @@ extension Node: Equatable {
                     continue
                 }
                 var updated = built.children
-                if let old { updated = updated.removing(NamedNode(name: key, node: old)) }
-                if !new.isEmpty { updated = updated.inserting(NamedNode(name: key, node: new), ()) }
+                if let old { updated = updated.removing(IndexedChild(NamedNode(name: key, node: old), in: index)) }
+                if !new.isEmpty {
+                    updated = updated.inserting(IndexedChild(NamedNode(name: key, node: new), in: index), ())
+                }
                 indexes[index] = BuiltIndex(children: updated, lastUsed: built.lastUsed)
             }
         }
@@ -356,10 +361,7 @@ extension Node: Equatable {
             return built
         }
         if let found { return found }
-        var all = children.map { NamedNode(name: $0.key, node: $0.value) }
-        let order = IndexOrder(index)
-        all.sort { order.compare($0, $1) < 0 }
-        let built = IndexedChildren(sorted: all.lazy.map { ($0, ()) }, order: order)
+        let built = IndexedChildren(children: children, by: index)
         let limit = retention.maxPerNode
         cache.withLock { cache in
             while cache.indexes.count >= limit,

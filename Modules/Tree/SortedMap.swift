@@ -48,6 +48,19 @@ public struct SortedMap<Key: Sendable, Value: Sendable, Order: SortOrder<Key>>: 
         self.init(root: build(0..<array.count), order: order)
     }
 
+    /// A map of the keys in `buffer`, already sorted by `order` and distinct, each with `value`,
+    /// built balanced in O(n). The keys are moved out of `buffer`, which is left uninitialized.
+    init(movingSortedKeys buffer: UnsafeMutableBufferPointer<Key>, value: Value, order: Order) {
+        func build(_ range: Range<Int>) -> Tree? {
+            if range.isEmpty { return nil }
+            let mid = range.lowerBound + range.count / 2
+            let left = build(range.lowerBound..<mid)
+            let key = buffer.moveElement(from: mid)
+            return Tree(key: key, value: value, left: left, right: build(mid + 1..<range.upperBound))
+        }
+        self.init(root: build(0..<buffer.count), order: order)
+    }
+
     @inlinable public var isEmpty: Bool { root == nil }
     @inlinable public var count: Int { root?.count ?? 0 }
 
