@@ -52,7 +52,7 @@ public struct CanopyServer: Sendable {
         self.outboundBudget = outboundBudget
         origins = OriginResolver(trustedProxies: configuration.trustedProxies, servesTLS: configuration.tls != nil)
         let boundPort = boundPort
-        realtime = RealtimeContext(
+        var realtime = RealtimeContext(
             databases: databases, sessions: sessions, connections: connections, authenticator: authenticator,
             metrics: metrics, limits: RealtimeLimits(configuration), logger: logger, outboundBudget: outboundBudget,
             flushBatches: flushBatches, defaultNamespace: configuration.defaultNamespace,
@@ -60,6 +60,8 @@ public struct CanopyServer: Sendable {
             advertisedHost: { requestHost in
                 Self.advertisedHost(requestHost: requestHost, configuration: configuration, boundPort: boundPort)
             })
+        realtime.adminOrigins = AdminOriginCheck(advertiseHost: configuration.advertiseHost)
+        self.realtime = realtime
     }
 
     /// The `host:port` the hello message advertises (the official clients reconnect there):
@@ -113,10 +115,13 @@ public struct CanopyServer: Sendable {
         let rest = RESTController(
             databases: databases, authenticator: authenticator, eventStreams: eventStreams, forwarder: forwarder,
             defaultNamespace: configuration.defaultNamespace, maxBodyBytes: configuration.maxMessageBytes,
-            logger: logger)
-        return ServerRouter(
+            logger: logger, adminOrigins: AdminOriginCheck(advertiseHost: configuration.advertiseHost))
+        var router = ServerRouter(
             status: StatusController(metrics: metrics), console: ConsoleController(), rest: rest, origins: origins,
             metrics: metrics, logger: logger)
+        router.consoleAPI = ConsoleAdminAPI(
+            databases: databases, sessions: sessions, metrics: metrics, rest: rest, nodeName: configuration.nodeName)
+        return router
     }
 
     /// Runs until cancelled or, with `handleSignals`, until SIGINT/SIGTERM; then shuts down

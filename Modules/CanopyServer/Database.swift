@@ -200,6 +200,7 @@ actor Database {
                 acknowledgement.done(result)
             }
             metrics.eventsFannedOut.increment(by: Int64(events))
+            if events > 0 { metrics.fanOutLatency.record(ContinuousClock.now - started) }
             if stores, case .failure(let error) = result, Self.startsRecovery(error) {
                 logger.error("commit failed", metadata: ["error": "\(error)"])
                 Task { await self.storageFailed() }

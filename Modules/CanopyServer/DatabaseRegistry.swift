@@ -77,6 +77,50 @@ actor DatabaseRegistry {
     /// Namespaces open now.
     var openCount: Int { open.count }
 
+    /// The names of the namespaces open now.
+    var openNames: [String] { Array(open.keys) }
+
+    /// The namespaces the store holds, with their owner in a cluster (`nil` otherwise): the files of
+    /// the data folder, or the namespaces of PostgreSQL; none when the data is kept in memory.
+    func storedNamespaces() async throws(StoredNamespacesError) -> [String: NamespaceOwner?] {
+        if let postgres {
+            do {
+                return try await postgres.owners().mapValues { $0 }
+            } catch {
+                throw StoredNamespacesError(reason: "\(error)")
+            }
+        }
+        guard let folder = configuration.dataDirectory else { return [:] }
+        let files: [String]
+        do {
+            files = try FileManager.default.contentsOfDirectory(atPath: folder)
+        } catch {
+            throw StoredNamespacesError(reason: "could not list the data folder: \(error.localizedDescription)")
+        }
+        var names: [String: NamespaceOwner?] = [:]
+        for file in files where file.hasSuffix(".sqlite") {
+            let name = String(file.dropLast(".sqlite".count))
+            if Self.isValidName(name) { names[name] = .some(nil) }
+        }
+        return names
+    }
+
+    /// Why the store's namespaces could not be listed.
+    struct StoredNamespacesError: Error {
+        let reason: String
+    }
+
+    /// The owner of namespace `name` in a cluster; `nil` without PostgreSQL or before any process
+    /// took it.
+    func owner(of name: String) async throws(StoredNamespacesError) -> NamespaceOwner? {
+        guard let postgres else { return nil }
+        do {
+            return try await postgres.owner(of: name)
+        } catch {
+            throw StoredNamespacesError(reason: "\(error)")
+        }
+    }
+
     /// A lease on database `name`, opening it if it is not open; release it when done.
     func lease(_ name: String) async throws(LookupError) -> DatabaseLease {
         while true {

@@ -23,6 +23,8 @@ struct RESTController: Sendable {
     /// The largest request body read (``ServerConfiguration/maxMessageBytes``).
     let maxBodyBytes: Int
     let logger: Logger
+    /// Which browser pages may use the admin credential.
+    var adminOrigins = AdminOriginCheck()
 
     /// Answers a request for a location of the tree (`/path.json`) or the rules
     /// (`/.settings/rules.json`): from this process's database of its namespace, or, when another

@@ -22,6 +22,8 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
     private let requestHost: String?
     /// Who the client is, for the log.
     private let origin: ClientOrigin
+    /// What the client said of itself, for the console and the admin origin check.
+    private let client: RealtimeClientInfo
     private var session: RealtimeSession?
     /// The session's connection (while the channel is active).
     private var connection: RealtimeConnection? { session?.connection }
@@ -33,7 +35,11 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
     /// Set once the connection is being failed: later frames are dropped.
     private var failed = false
 
-    init(context: RealtimeContext, parameters: [String: String], requestHost: String?, origin: ClientOrigin) {
+    init(
+        context: RealtimeContext, parameters: [String: String], requestHost: String?, origin: ClientOrigin,
+        client: RealtimeClientInfo = RealtimeClientInfo()
+    ) {
+        self.client = client
         self.realtime = context
         self.parameters = parameters
         self.requestHost = requestHost
@@ -59,7 +65,7 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
         }
         let session = RealtimeSession(
             channel: context.channel, framedOutput: NIOLoopBound(encoder, eventLoop: context.eventLoop),
-            context: realtime)
+            context: realtime, client: client)
         self.session = session
         session.open(parameters: parameters, requestHost: requestHost, origin: origin)
         let tick = TimeAmount(heartbeat.checkInterval)

@@ -155,9 +155,12 @@ final class RealtimeConnection: Subscriber, FlushTarget {
             return (batch, outbox.closeCode, outbox.awaitsPeerClose)
         }
         if !batch.isEmpty {
+            var bytes = 0
             for buffer in OutboundFrames.encode(batch, allocator: channel.allocator) {
+                bytes += buffer.readableBytes
                 framedOutput.value.write(NIOAny(buffer), promise: nil)
             }
+            metrics.bytesSent.increment(by: Int64(bytes))
         }
         var spare = batch
         spare.removeAll(keepingCapacity: true)
@@ -180,6 +183,17 @@ final class RealtimeConnection: Subscriber, FlushTarget {
         }
         channel.flush()
         measureQueued()
+    }
+
+    /// What waits to be written: messages queued for the next flush, and the bytes the socket did
+    /// not take. Read on the event loop, for the console's connections view.
+    func waiting() async -> (messages: Int, bytes: Int) {
+        let messages = outbox.withLock { $0.pending.count }
+        let channel = channel
+        let bytes = try? await channel.eventLoop.submit {
+            try channel.syncOptions?.getOption(.bufferedWritableBytes) ?? 0
+        }.get()
+        return (messages, bytes ?? 0)
     }
 
     /// What the socket did not take stays queued; a client that stops reading must not make it grow

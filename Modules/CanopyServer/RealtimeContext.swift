@@ -21,6 +21,8 @@ struct RealtimeContext: Sendable {
     let redirects: Bool
     /// The `host:port` the hello advertises to a client that connected to `requestHost`.
     let advertisedHost: @Sendable (_ requestHost: String?) -> String
+    /// Which browser pages may use the admin credential.
+    var adminOrigins = AdminOriginCheck()
 }
 
 /// The bounds one realtime connection is held to (see ``ServerConfiguration`` for each).

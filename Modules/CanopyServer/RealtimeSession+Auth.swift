@@ -29,6 +29,13 @@ extension RealtimeSession {
             return refuse(error.status, error.message)
         }
         var caller = verified.caller
+        if caller.isAdmin,
+            let refusal = context.adminOrigins.refusal(
+                origin: client.pageOrigin, host: client.host, credential: credential)
+        {
+            context.logger.debug("admin credential refused", metadata: ["session": "\(id)", "why": "\(refusal)"])
+            return refuse(.permissionDenied, refusal)
+        }
         if let admin {
             guard caller.isAdmin else { return refuse(.invalidToken, "gauth needs an admin credential") }
             if let authVariable = admin.authVariable {

@@ -114,7 +114,8 @@ extension RealtimeSession {
         case .unauth:
             await setCaller(.unauthenticated, expiresAt: nil, database: database)
             connection.send(.ok(number))
-        case .stats:
+        case .stats(let stats):
+            if let sdk = stats.objectValue?.keys.first(where: { $0.hasPrefix("sdk.") }) { reportSDK(sdk) }
             connection.send(.ok(number))
         case .unknown(let action):
             connection.send(

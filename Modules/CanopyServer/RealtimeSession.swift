@@ -48,7 +48,15 @@ final class RealtimeSession: Sendable {
         var ended = false
     }
 
-    init(channel: any Channel, framedOutput: NIOLoopBound<ChannelHandlerContext>, context: RealtimeContext) {
+    /// What the client said of itself when it connected.
+    let client: RealtimeClientInfo
+    private let reportedSDK = Mutex<String?>(nil)
+
+    init(
+        channel: any Channel, framedOutput: NIOLoopBound<ChannelHandlerContext>, context: RealtimeContext,
+        client: RealtimeClientInfo = RealtimeClientInfo()
+    ) {
+        self.client = client
         id = Self.makeSessionID()
         self.context = context
         connection = RealtimeConnection(channel: channel, framedOutput: framedOutput, sessionID: id, context: context)
@@ -75,6 +83,13 @@ final class RealtimeSession: Sendable {
 
     /// The id its listens are registered under (its connection's, which receives their pushes).
     var subscriberID: Int { connection.subscriberID }
+
+    /// The SDK the client named in its stats (`s`) request, as `sdk.js.10-14-1`; `nil` until then.
+    var sdk: String? { reportedSDK.withLock { $0 } }
+
+    func reportSDK(_ sdk: String) {
+        reportedSDK.withLock { $0 = sdk }
+    }
 
     /// Who the session acts as now.
     var caller: Caller { presence.identity }

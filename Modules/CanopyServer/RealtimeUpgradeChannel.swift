@@ -84,10 +84,14 @@ struct RealtimeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                                 maxAccumulatedFrameSize: maxFrameBytes))
                         let origin = origins.origin(
                             peer: channel.remoteAddress, forwarded: ForwardedHeaders(head.headers))
+                        let client = RealtimeClientInfo(
+                            address: origin.address, protocolVersion: parameters["v"],
+                            userAgent: head.headers["User-Agent"].first, pageOrigin: head.headers["Origin"].first,
+                            host: requestHost)
                         try channel.pipeline.syncOperations.addHandler(
                             RealtimeChannelHandler(
                                 context: realtime, parameters: parameters, requestHost: requestHost,
-                                origin: origin))
+                                origin: origin, client: client))
                         return UpgradeResult.realtime
                     }
                 }

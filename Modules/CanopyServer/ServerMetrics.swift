@@ -16,6 +16,8 @@ public final class ServerMetrics: Sendable {
     let restRequests: Counter
     let resentWrites: Counter
     let namespacesOpen: Gauge
+    let bytesSent: Counter
+    let fanOutLatency: DurationHistogram
     private let limitTrips: [ServerLimit: Counter]
     private let step = Mutex(())
 
@@ -36,6 +38,17 @@ public final class ServerMetrics: Sendable {
             descriptor: name("resent_writes", "total", "Resent writes answered as before instead of applied again"))
         namespacesOpen = registry.makeGauge(
             descriptor: name("namespaces", "open", "Namespaces open (read, listened to or written recently)"))
+        bytesSent = registry.makeCounter(
+            descriptor: name("realtime_sent", "bytes", "Bytes written to realtime connections (WebSocket frames)"))
+        fanOutLatency = registry.makeDurationHistogram(
+            descriptor: name(
+                "fanout_latency", "seconds",
+                "Time from a write applied to its events handed to the connections (the commit included)"),
+            buckets: [
+                .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2),
+                .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+                .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5),
+            ])
         let trips = name("limit_trips", "total", "Requests refused or connections closed because a limit was reached")
         limitTrips = Dictionary(
             uniqueKeysWithValues: ServerLimit.allCases.map {

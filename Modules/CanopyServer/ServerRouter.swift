@@ -13,6 +13,8 @@ struct ServerRouter: HTTPResponder {
     let origins: OriginResolver
     let metrics: ServerMetrics
     let logger: Logger
+    /// The console's admin-only views (`/.console/api/`).
+    var consoleAPI: ConsoleAdminAPI? = nil
 
     func respond(to request: Request, context: ServerRequestContext) async throws -> Response {
         metrics.restRequests.increment()
@@ -27,6 +29,8 @@ struct ServerRouter: HTTPResponder {
                 CORS.preflight(request)
             } else if StatusController.paths.contains(request.uri.path) {
                 status.respond(to: request)
+            } else if let view = await consoleAPI?.respond(to: request) {
+                view
             } else if let page = console.respond(to: request) {
                 page
             } else {

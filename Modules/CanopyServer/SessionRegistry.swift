@@ -27,6 +27,11 @@ final class SessionRegistry: Sendable {
         state.withLock { $0.sessions[id]?.session }
     }
 
+    /// The live sessions on `database`, for the console's connections view.
+    func sessions(on database: Database) -> [RealtimeSession] {
+        state.withLock { state in state.sessions.values.filter { $0.database === database }.map(\.session) }
+    }
+
     func remove(_ session: RealtimeSession) {
         _ = state.withLock { $0.sessions.removeValue(forKey: session.id) }
     }

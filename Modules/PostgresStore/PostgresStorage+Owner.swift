@@ -40,3 +40,34 @@ extension PostgresStorage {
         return nil
     }
 }
+
+extension PostgresStorage {
+    /// Every namespace of the cluster (each that has an owner row: it was ever taken), by name.
+    public func owners() async throws(PostgresStoreError) -> [String: NamespaceOwner] {
+        let operation = "listing the namespaces"
+        do {
+            return try await withConnection(operation) { [logger] connection in
+                let rows = try await connection.query("SELECT ns, node, host, epoch FROM canopy_owner", logger: logger)
+                var owners: [String: NamespaceOwner] = [:]
+                for try await (name, node, host, epoch) in rows.decode((String, String, String?, Int64).self) {
+                    owners[name] = NamespaceOwner(node: node, host: host, epoch: epoch)
+                }
+                return owners
+            }
+        } catch {
+            throw Self.failure(operation, error)
+        }
+    }
+
+    /// The process that took namespace `name` last (`nil`: none yet), read on a connection of the pool.
+    public func owner(of name: String) async throws(PostgresStoreError) -> NamespaceOwner? {
+        let operation = "reading the owner of namespace \"\(name)\""
+        do {
+            return try await withConnection(operation) { [logger] connection in
+                try await Self.owner(of: name, on: connection, logger: logger)
+            }
+        } catch {
+            throw Self.failure(operation, error)
+        }
+    }
+}

@@ -57,10 +57,11 @@ final class RawWebSocket {
 
     /// Connects to `server`, upgrades to the realtime protocol and reads the hello. With
     /// `firstRequest`, its frame is sent in the same write as the upgrade request (its number is
-    /// ``firstRequestNumber``), so it waits on the server while the connection opens.
+    /// ``firstRequestNumber``), so it waits on the server while the connection opens. `headers` are
+    /// added to the upgrade request.
     static func connect(
         to server: TestServer, namespace: String = "test", lastSession: String? = nil,
-        firstRequest: ClientAction? = nil
+        firstRequest: ClientAction? = nil, headers: [(String, String)] = []
     )
         async throws -> RawWebSocket
     {
@@ -84,7 +85,7 @@ final class RawWebSocket {
         let request =
             "GET \(target) HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\nUpgrade: websocket\r\n"
             + "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-            + "Sec-WebSocket-Version: 13\r\n\r\n"
+            + "Sec-WebSocket-Version: 13\r\n" + headers.map { "\($0): \($1)\r\n" }.joined() + "\r\n"
         var bytes = Array(request.utf8)
         if let firstRequest {
             let (text, number) = socket.request(firstRequest)
