@@ -16,9 +16,13 @@ checks, in Chromium (`chromium --headless=new`, /usr/bin/chromedriver):
   secret      with --admin-secret the console asks; a wrong credential is refused, the right one works,
               kept in sessionStorage only; import in parts under a small request limit, export with it;
               the rules simulator and the log of refused requests refuse without the admin credential
+              and without it the namespace list, Connections and Load refuse and say so
   simulator   the rules simulator shows the verdict and the deciding rule (or the rules tried), and agrees
               with the recorded outcome and the server's own answer on cases of firebase-rules-cases.json
   refusals    a refused REST write shows in the Rules view's log of refused requests, as text
+  namespaces  the namespace picker lists a second namespace and opens it
+  connections the Connections view shows a WebSocket client the check opens, its listen and onDisconnect
+  load        the Load view's charts move while writes happen
   hot         (only with --figures) events/s reaching the page while canopy-load writes to what it shows
 
 Every wait waits for a state (WebDriverWait), never a fixed time.
@@ -628,7 +632,18 @@ class Check:
         self.js("sessionStorage.clear()")
         self.open(self.secret, "/")
         self.wait(lambda: self.driver.find_elements(By.CSS_SELECTOR, "dialog.sign-in[open]"), "the sign-in dialog")
+        # Without the credential the rules tools and the admin views refuse, and say so.
         self.secret_rules_tools()
+        for tab, view in [("connections", ".connections-view"), ("load", ".load-view")]:
+            self.tab(tab)
+            status = self.wait(lambda: self.driver.find_elements(
+                By.CSS_SELECTOR, f'{view} .ops-status[data-refused="401"]'), f"the {tab} view's refusal")[0]
+            assert "admin" in status.text, status.text
+            if tab == "connections":
+                self.screenshot("refused")
+        self.driver.find_element(By.CSS_SELECTOR, ".namespace-toggle").click()
+        self.wait(lambda: self.driver.find_elements(By.CSS_SELECTOR, '.namespace-note[data-refused="401"]'),
+                  "the namespace list's refusal")
 
     # The rules simulator and the log of refused requests.
 
@@ -778,6 +793,94 @@ class Check:
             By.CSS_SELECTOR, ".refusal-who").text == "alan", "alan's refusal in the log")
         self.screenshot("refusals")
 
+    # The server's own state (admin only).
+
+    def open_probe(self, server, ns, listen, presence):
+        """Opens, from the page, a second realtime connection to `ns` that listens at `listen` and
+        queues an onDisconnect set at `presence`; window.__probe.ready once both were answered."""
+        self.js(
+            "const [url, listen, presence] = arguments;"
+            "const probe = window.__probe = {socket: new WebSocket(url), answered: 0};"
+            "probe.socket.onmessage = (event) => {"
+            "  const message = JSON.parse(event.data);"
+            "  if (message.t === 'c' && message.d.t === 'h') {"
+            "    probe.socket.send(JSON.stringify({t: 'd', d: {r: 1, a: 'q', b: {p: listen, h: ''}}}));"
+            "    probe.socket.send(JSON.stringify({t: 'd', d: {r: 2, a: 'o', b: {p: presence, d: 'offline'}}}));"
+            "  } else if (message.t === 'd' && message.d.r) probe.answered++;"
+            "};",
+            f"ws://127.0.0.1:{server.port}/.ws?v=5&ns={ns}", listen, presence)
+        self.wait(lambda: self.js("return window.__probe.answered") >= 2, "the probe's listen and onDisconnect")
+
+    def tab(self, name):
+        self.driver.find_element(By.CSS_SELECTOR, f'.tabs a[data-tab="{name}"]').click()
+
+    def case_namespaces(self):
+        self.dev.request("PUT", "/inventory", {"widgets": 12, "gears": 40}, ns="second")
+        self.open(self.dev, "/")
+        self.wait_tree()
+        self.driver.find_element(By.CSS_SELECTOR, ".namespace-toggle").click()
+        item = self.wait(lambda: self.driver.find_elements(By.CSS_SELECTOR, '.namespace-item[data-namespace="second"]'),
+                         "the namespace second in the picker")[0]
+        listed = [e.get_attribute("data-namespace") for e in self.driver.find_elements(By.CSS_SELECTOR, ".namespace-item")]
+        assert "default" in listed and listed == sorted(listed), listed
+        assert "stored" in item.text, item.text
+        self.screenshot("namespaces")
+        item.click()
+        self.wait(lambda: "ns=second" in self.driver.current_url, "the page of namespace second")
+        self.wait_tree()
+        self.wait_row("/inventory")
+        assert self.driver.find_element(By.CSS_SELECTOR, ".namespace-input").get_attribute("value") == "second"
+
+    def case_connections(self):
+        self.dev.request("PUT", "/rooms", {"lobby": {"topic": "welcome"}}, ns="ops")
+        self.open(self.dev, "/", ns="ops", fragment="#connections")
+        view = self.wait(lambda: self.driver.find_elements(By.CSS_SELECTOR, ".connections-view[data-count]"),
+                         "the connections view")[0]
+        self.wait(lambda: view.get_attribute("data-count") not in (None, ""), "the first snapshot")
+        self.open_probe(self.dev, "ops", "/rooms", "/presence/probe")
+
+        def probe_row():
+            rows = self.js(
+                "return [...document.querySelectorAll('.connections-table tbody tr')].map(r => ["
+                "r.dataset.session, r.querySelector('.col-listens').textContent,"
+                "r.querySelector('.col-on-disconnect').textContent, r.querySelector('.col-identity').textContent,"
+                "r.querySelector('.col-address').textContent])")
+            found = [row for row in rows if row[1] == "1" and row[2] == "1"]
+            return found[0] if found else None
+
+        row = self.wait(probe_row, "the probe's row (1 listen, 1 onDisconnect)")
+        session = row[0]
+        assert row[3] == "unauthenticated" and row[4] == "127.0.0.1", row
+        assert int(view.get_attribute("data-count")) >= 2, "the console's own connection is listed too"
+        self.screenshot("connections")
+        self.js("window.__probe.socket.close()")
+        self.wait(lambda: not self.driver.find_elements(By.CSS_SELECTOR, f'tr[data-session="{css(session)}"]'),
+                  "the probe's row to go")
+        self.wait_server(self.dev, "/presence/probe", "offline", "the probe's onDisconnect", ns="ops")
+
+    def case_load(self):
+        self.open(self.dev, "/", ns="ops", fragment="#load")
+        view = self.wait(lambda: self.driver.find_elements(By.CSS_SELECTOR, ".load-view"), "the load view")[0]
+        self.wait(lambda: int(view.get_attribute("data-samples")) >= 1, "the first sample")
+        self.open_probe(self.dev, "ops", "/ticker", "/presence/load-probe")
+        written = [0]
+
+        def moved():
+            # Writes (more in some seconds than in others), until the charts of writes, events, bytes
+            # sent and latency have moved and hold a few seconds.
+            written[0] += 1
+            for _ in range(1 + int(time.time() * 2) % 4):
+                self.dev.request("PUT", "/ticker", {"n": written[0], "at": time.time()}, ns="ops")
+            charts = self.js(
+                "return Object.fromEntries([...document.querySelectorAll('.chart')].map(c => "
+                "[c.dataset.series, [Number(c.dataset.max || 0), Number(c.dataset.points || 0)]]))")
+            return (all(charts.get(name, [0])[0] > 0 for name in ["writes", "events", "bytes", "latency", "connections"])
+                    and charts["writes"][1] >= (12 if self.options.screenshots else 2))
+
+        self.wait(moved, "the writes, events, bytes and latency charts to move")
+        self.screenshot("load")
+        self.js("window.__probe.socket.close()")
+
     def case_hot(self):
         load = os.path.join(self.options.bin, "canopy-load")
         results = []
@@ -821,7 +924,8 @@ def css(text):
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
-CASES = ["tree", "live", "edit", "query", "xss", "transfer", "rules", "secret", "big", "simulator", "refusals"]
+CASES = ["tree", "live", "edit", "query", "xss", "transfer", "rules", "secret", "big", "simulator", "refusals",
+         "namespaces", "connections", "load"]
 
 
 def main():

@@ -115,7 +115,9 @@ extension RealtimeSession {
             await setCaller(.unauthenticated, expiresAt: nil, database: database)
             connection.send(.ok(number))
         case .stats(let stats):
-            if let sdk = stats.objectValue?.keys.first(where: { $0.hasPrefix("sdk.") }) { reportSDK(sdk) }
+            // Firebase's SDKs send `{"sdk.js.10-14-1": 1}`; Canopy's Swift SDK nests it in a `c`.
+            let counters = stats["c"]?.objectValue ?? stats.objectValue
+            if let sdk = counters?.keys.first(where: { $0.hasPrefix("sdk.") }) { reportSDK(sdk) }
             connection.send(.ok(number))
         case .unknown(let action):
             connection.send(

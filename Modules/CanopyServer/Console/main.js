@@ -7,9 +7,14 @@ import { dialog, el, toast } from "./dom.js";
 import { Realtime } from "./realtime.js";
 import { REST } from "./rest.js";
 import { RulesView } from "./rules.js";
+import { ConnectionsView } from "./connections.js";
+import { LoadView } from "./load.js";
+import { NamespacePicker } from "./namespaces.js";
 import { pathString } from "./values.js";
 
 const CREDENTIAL_KEY = "canopy.console.credential";
+/** The views of the server's own state (admin only), each polled while it is shown. */
+const OPS_VIEWS = { connections: ConnectionsView, load: LoadView };
 
 /** The namespace as the server reads it: ?ns=, else the first label of a host name that is not an IP. */
 function namespaceOf(url) {
@@ -58,7 +63,7 @@ class Console {
     urlFor(keys, tab = this.tab) {
         const path = keys.length === 0 ? "/" : "/" + keys.map(encodeURIComponent).join("/");
         const query = this.namespace && new URL(location.href).searchParams.get("ns") ? `?ns=${encodeURIComponent(this.namespace)}` : "";
-        return `${path}${query}${tab === "rules" ? "#rules" : ""}`;
+        return `${path}${query}${tab === "rules" || OPS_VIEWS[tab] ? `#${tab}` : ""}`;
     }
 
     async start() {
@@ -174,11 +179,22 @@ class Console {
     route() {
         const url = new URL(location.href);
         this.focus = keysOf(url);
-        const tab = url.hash === "#rules" ? "rules" : "data";
+        const tab = url.hash === "#rules" ? "rules" : OPS_VIEWS[url.hash.slice(1)] ? url.hash.slice(1) : "data";
         this.tab = tab;
+        this.opsView?.destroy();
+        this.opsView = null;
         for (const link of this.tabs.querySelectorAll("a")) {
             link.setAttribute("aria-current", link.dataset.tab === tab ? "page" : "false");
             link.href = this.urlFor(this.focus, link.dataset.tab);
+        }
+        if (OPS_VIEWS[tab]) {
+            this.dataView?.destroy();
+            this.dataView = null;
+            this.opsView = new OPS_VIEWS[tab](this);
+            this.main.replaceChildren(this.opsView.element);
+            this.opsView.start();
+            document.title = `${tab[0].toUpperCase()}${tab.slice(1)} · ${this.namespace || "default"} · Canopy`;
+            return;
         }
         if (tab === "rules") {
             this.dataView?.destroy();
@@ -257,11 +273,14 @@ class Console {
             const name = namespaceInput.value.trim();
             location.href = name ? `/?ns=${encodeURIComponent(name)}` : "/";
         });
+        this.namespacePicker = new NamespacePicker(this, namespaceForm);
         this.tabs = el(
             "nav",
             { class: "tabs", "aria-label": "Views" },
             el("a", { href: "#", "data-tab": "data", text: "Data" }),
             el("a", { href: "#rules", "data-tab": "rules", text: "Rules" }),
+            el("a", { href: "#connections", "data-tab": "connections", text: "Connections" }),
+            el("a", { href: "#load", "data-tab": "load", text: "Load" }),
         );
         for (const link of this.tabs.querySelectorAll("a")) {
             link.addEventListener("click", (event) => {
