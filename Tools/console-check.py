@@ -23,6 +23,8 @@ checks, in Chromium (`chromium --headless=new`, /usr/bin/chromedriver):
   namespaces  the namespace picker lists a second namespace and opens it
   connections the Connections view shows a WebSocket client the check opens, its listen and onDisconnect
   load        the Load view's charts move while writes happen
+  origin      a page of another origin is refused `owner` (fetch and WebSocket) and served without it; the
+              console opened at a name that is not the server's (DNS rebinding) says why it cannot sign in
   hot         (only with --figures) events/s reaching the page while canopy-load writes to what it shows
 
 Every wait waits for a state (WebDriverWait), never a fixed time.
@@ -37,6 +39,7 @@ Needs the Debian packages chromium, chromium-driver and python3-selenium (run wi
 """
 
 import argparse
+import http.server
 import json
 import os
 import shutil
@@ -45,6 +48,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import urllib.error
@@ -152,7 +156,9 @@ class Check:
         options = webdriver.ChromeOptions()
         options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
         for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,800",
-                         "--disable-gpu", "--hide-scrollbars"]:
+                         "--disable-gpu", "--hide-scrollbars",
+                         # A name of 127.0.0.1 that is not localhost, as a DNS-rebinding site's would be.
+                         "--host-resolver-rules=MAP console-check.test 127.0.0.1"]:
             options.add_argument(argument)
         options.add_experimental_option("prefs", {"download.default_directory": self.downloads,
                                                   "download.prompt_for_download": False})
@@ -881,6 +887,51 @@ class Check:
         self.screenshot("load")
         self.js("window.__probe.socket.close()")
 
+    def case_origin(self):
+        # A page of another site (a plain page on another port, with no CSP) tries the development
+        # server's `owner`.
+        site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), OtherSite)
+        threading.Thread(target=site.serve_forever, daemon=True).start()
+        try:
+            self.driver.get(f"http://127.0.0.1:{site.server_address[1]}/")
+            answers = self.other_site_tries_owner()
+        finally:
+            site.shutdown()
+            site.server_close()
+        assert answers["owner"][0] == 403 and "another origin" in answers["owner"][1], answers
+        assert answers["read"] == 403, answers
+        assert answers["anonymous"][0] == 200, answers
+        assert answers["socket"] == "permission_denied", answers
+        assert self.dev.request("GET", "/origin-check") == 1, "the page without the credential wrote"
+        self.dev.request("DELETE", "/origin-check")
+        # The development server opened at a name another site could point here: `owner` is refused.
+        self.driver.get(f"http://console-check.test:{self.dev.port}/")
+        dialog = self.wait(lambda: self.driver.find_elements(By.CSS_SELECTOR, "dialog.sign-in[open]"),
+                           "the sign-in dialog")[0]
+        self.wait(lambda: "browser page" in dialog.text, "the reason in the dialog")
+        self.press(dialog, "anonymous")
+        self.wait_dialog_closed()
+
+    def other_site_tries_owner(self):
+        """From the page shown: a PUT and a read with ?auth=owner, a PUT without it, and a WebSocket's
+        auth with owner, against the development server."""
+        return self.driver.execute_async_script(
+            "const [base, ws, done] = arguments; const results = {};"
+            "const put = (query) => fetch(`${base}/origin-check.json${query}`, {method: 'PUT', body: '1'})"
+            "  .then(async (r) => [r.status, await r.text()]);"
+            "results.owner = await put('?auth=owner');"
+            "results.read = await fetch(`${base}/.json?auth=owner`).then((r) => r.status);"
+            "results.anonymous = await put('');"
+            "const socket = new WebSocket(ws);"
+            "socket.onmessage = (event) => {"
+            "  const message = JSON.parse(event.data);"
+            "  if (message.t === 'c' && message.d.t === 'h')"
+            "    socket.send(JSON.stringify({t: 'd', d: {r: 1, a: 'auth', b: {cred: 'owner'}}}));"
+            "  else if (message.t === 'd' && message.d.r === 1) { results.socket = message.d.b.s; socket.close();"
+            "    done(results); }"
+            "};",
+            self.dev.url, f"ws://127.0.0.1:{self.dev.port}/.ws?v=5")
+
     def case_hot(self):
         load = os.path.join(self.options.bin, "canopy-load")
         results = []
@@ -920,12 +971,27 @@ class Check:
         self.figures["hot"] = results
 
 
+class OtherSite(http.server.BaseHTTPRequestHandler):
+    """Another web site: one blank page, no Content-Security-Policy."""
+
+    def do_GET(self):
+        body = b"<!doctype html><title>another site</title><p>another site"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *arguments):
+        pass
+
+
 def css(text):
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 CASES = ["tree", "live", "edit", "query", "xss", "transfer", "rules", "secret", "big", "simulator", "refusals",
-         "namespaces", "connections", "load"]
+         "namespaces", "connections", "load", "origin"]
 
 
 def main():

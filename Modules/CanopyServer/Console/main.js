@@ -75,7 +75,8 @@ class Console {
         // A development server (no credential configured, on loopback) takes `owner` as the admin,
         // as the Firebase emulator does.
         if (await this.trySignIn("owner", { development: true })) return this.open();
-        this.askForCredential();
+        // A development server opened at a name other sites could point here refuses `owner` to pages.
+        this.askForCredential(/browser page/.test(this.lastRefusal || "") ? this.lastRefusal : undefined);
     }
 
     async trySignIn(credential, { development = false } = {}) {
