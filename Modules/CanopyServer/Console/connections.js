@@ -81,6 +81,8 @@ export class ConnectionsView {
             this.table.hidden = true;
             this.scroll.replaceChildren(this.table, refusalBlock(this.app, "The connections view", error));
             this.showError(refusalText("The connections view", error), error.status);
+            // Signing in opens the view again; until then asking again each second changes nothing.
+            if (error.status === 401 || error.status === 403) this.destroy();
             return;
         }
         if (this.table.hidden) {

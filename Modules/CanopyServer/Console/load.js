@@ -165,6 +165,8 @@ export class LoadView {
             this.chartBox.hidden = true;
             this.refusal.hidden = false;
             this.refusal.replaceChildren(refusalBlock(this.app, "The load view", error));
+            // Signing in opens the view again; until then asking again each second changes nothing.
+            if (error.status === 401 || error.status === 403) this.destroy();
             return;
         }
         this.chartBox.hidden = false;
