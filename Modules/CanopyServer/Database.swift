@@ -372,7 +372,7 @@ actor Database {
             for index in writes.indices {
                 // The tree holds what the store will hold when this write commits (the writes queued
                 // before it commit first, and a failed commit halts the ones after it).
-                writes[index].locationWasEmpty = root.child(at: writes[index].path).isEmpty
+                writes[index].learn(from: root)
                 root.update(at: writes[index].path, to: writes[index].node)
             }
             return fanOut(at: path, old: old ?? root, new: root, merge: merge)

@@ -26,7 +26,9 @@ package enum RowOperation: Sendable, Equatable {
 /// A write of n leaf and priority rows becomes n + 2 operations (the old row at the path, the rows
 /// below it, the rows of the new data; a leaf's row replaces the old one, so a leaf costs two) plus
 /// one deletion per ancestor whose leaf row must go, each ancestor once per transaction. A write
-/// whose location the writer knows was empty (``StoredWrite/locationWasEmpty``) skips the first two.
+/// whose location the writer knows was empty (``StoredWrite/locationWasEmpty``) skips the first two;
+/// one it knows held nothing below (``StoredWrite/nothingBelowLocation``) skips the rows below, and
+/// one it knows had no leaf above (``StoredWrite/noLeafAbove``) the ancestors' deletions.
 package struct RowPlan {
     /// Row paths known, within this transaction, to hold no leaf: ancestors whose leaf rows an
     /// earlier write deleted. Closed under ancestors (a path's ancestors are in it too), so a write
@@ -61,21 +63,25 @@ package struct RowPlan {
         } else if !write.locationWasEmpty {
             // A leaf's row replaces the row at its path.
             if write.node.leafValue == nil { operations.append(.deleteRow(path)) }
-            operations.append(.deleteBelow(path))
+            if !write.nothingBelowLocation { operations.append(.deleteBelow(path)) }
         }
         if write.node.isEmpty {
             operations.append(.pruneEmptyAncestors(of: path))
             return
         }
-        deleteAncestorLeaves(of: write.path, rowPath: path, into: &operations)
+        deleteAncestorLeaves(of: write.path, rowPath: path, known: write.noLeafAbove, into: &operations)
         try appendRows(of: write.node, at: path, for: write, into: &operations)
     }
 
     /// A write below a leaf replaces the leaf. Ancestors' priority rows stay: a leaf that gains
-    /// children keeps its priority. (A deletion below a leaf leaves the leaf alone.)
-    private mutating func deleteAncestorLeaves(of path: Path, rowPath: String, into operations: inout [RowOperation]) {
+    /// children keeps its priority. (A deletion below a leaf leaves the leaf alone.) Nothing to
+    /// delete when the writer knows no ancestor holds a leaf (`noLeafAbove`).
+    private mutating func deleteAncestorLeaves(
+        of path: Path, rowPath: String, known noLeafAbove: Bool, into operations: inout [RowOperation]
+    ) {
+        // This write may leave a leaf at `rowPath`, which the set must then no longer promise.
         if knownNonLeaves.contains(rowPath) { knownNonLeaves.removeAll(keepingCapacity: true) }
-        guard !path.isEmpty else { return }
+        guard !path.isEmpty, !noLeafAbove else { return }
         var ancestor = ""
         for key in path.components.dropLast() {
             if knownNonLeaves.insert(ancestor).inserted { operations.append(.deleteRow(ancestor)) }

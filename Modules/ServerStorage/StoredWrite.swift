@@ -26,11 +26,48 @@ public struct StoredWrite: Sendable, Equatable {
     /// server checks its tree, which holds what the store will hold by then): a store may skip
     /// clearing the location. Writing a new child of a wide node then costs only its own rows.
     public var locationWasEmpty: Bool
+    /// The writer knows that nothing is stored strictly below ``path`` when this write commits (the
+    /// location held nothing, or a leaf without a priority): a store may skip clearing below it.
+    public var nothingBelowLocation: Bool
+    /// The writer knows that no location above ``path`` holds a leaf when this write commits: a
+    /// store may skip replacing such a leaf.
+    public var noLeafAbove: Bool
 
-    public init(path: Path, node: Node, locationWasEmpty: Bool = false) {
+    public init(
+        path: Path, node: Node, locationWasEmpty: Bool = false, nothingBelowLocation: Bool = false,
+        noLeafAbove: Bool = false
+    ) {
         self.path = path
         self.node = node
         self.locationWasEmpty = locationWasEmpty
+        self.nothingBelowLocation = nothingBelowLocation || locationWasEmpty
+        self.noLeafAbove = noLeafAbove
+    }
+
+    /// Sets what the writer knows (``locationWasEmpty``, ``nothingBelowLocation``,
+    /// ``noLeafAbove``) from `stored`, the data the store will hold when this write commits, in one
+    /// walk down ``path``. A priority write learns nothing.
+    ///
+    /// ```swift
+    /// write.learn(from: root)      // the tree, with every write queued before this one applied
+    /// root.update(at: write.path, to: write.node)
+    /// ```
+    public mutating func learn(from stored: Node) {
+        guard !isPriorityWrite else { return }
+        var location = stored
+        var leafAbove = false
+        for key in path.components {
+            if location.leafValue != nil {
+                leafAbove = true
+                location = .empty
+                break
+            }
+            location = location.child(key)
+            if location.isEmpty { break }
+        }
+        locationWasEmpty = location.isEmpty
+        nothingBelowLocation = location.isEmpty || (location.leafValue != nil && location.priority == nil)
+        noLeafAbove = !leafAbove
     }
 }
 

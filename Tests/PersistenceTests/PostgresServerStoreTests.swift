@@ -58,9 +58,14 @@ import Tree
                 let store = try await Self.blocking { try storage.open("equivalence") }
                 var expected = Node.empty
                 for step in 0..<150 {
-                    let writes = (0..<Int.random(in: 1...3, using: &generator.random)).map { _ in generator.write() }
-                    for write in writes { expected = expected.updating(at: write.path, to: write.node) }
-                    try await Self.blocking { try store.commit(writes) }
+                    var writes = (0..<Int.random(in: 1...3, using: &generator.random)).map { _ in generator.write() }
+                    for index in writes.indices {
+                        // As the server marks its writes; every third step as a writer that knows nothing.
+                        if step % 3 != 0 { writes[index].learn(from: expected) }
+                        expected = expected.updating(at: writes[index].path, to: writes[index].node)
+                    }
+                    let batch = writes
+                    try await Self.blocking { try store.commit(batch) }
                     let stored = try await Self.blocking { try store.loadTree() }
                     #expect(
                         stored == expected, "seed \(seed) step \(step) after \(writes.map { "\($0.path)=\($0.node)" })")
