@@ -155,9 +155,7 @@ extension Repo {
             var events = state.info.applyServerOverwrite(Node(.number(state.serverTimeOffset)), at: Self.offsetPath)
             events += state.info.applyServerOverwrite(Node(.bool(true)), at: Self.connectedPath)
             dispatch(events, in: &state)
-            link.send(
-                .request(ClientRequest(number: state.nextRequestNumber, action: .stats(["c": ["sdk.swift.canopy": 1]])))
-            )
+            link.send(.request(ClientRequest(number: state.nextRequestNumber, action: .stats(Self.sdkStats))))
             state.nextRequestNumber += 1
             sendAuth(in: &state)
             for key in state.listenOrder { sendListen(key, in: &state) }

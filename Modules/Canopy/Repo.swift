@@ -233,6 +233,9 @@ final class Repo: Sendable {
 
     static let connectedPath: Path = ".info/connected"
     static let offsetPath: Path = ".info/serverTimeOffset"
+    /// What the SDK reports of itself once connected, as Firebase's SDKs do (`sdk.js.10-14-1`).
+    static let sdkStats: JSONValue = .object(
+        ["sdk.swift." + Database.sdkVersion().replacingOccurrences(of: ".", with: "-"): .number(1)])
 
     /// Starts connecting and watching the network path (once).
     func start() {

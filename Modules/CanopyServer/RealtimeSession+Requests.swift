@@ -115,7 +115,8 @@ extension RealtimeSession {
             await setCaller(.unauthenticated, expiresAt: nil, database: database)
             connection.send(.ok(number))
         case .stats(let stats):
-            // Firebase's SDKs send `{"sdk.js.10-14-1": 1}`; Canopy's Swift SDK nests it in a `c`.
+            // Firebase's SDKs and Canopy's send `{"sdk.js.10-14-1": 1}`; earlier builds of Canopy's Swift SDK
+            // nested it in a `c`, which is still read.
             let counters = stats["c"]?.objectValue ?? stats.objectValue
             if let sdk = counters?.keys.first(where: { $0.hasPrefix("sdk.") }) { reportSDK(sdk) }
             connection.send(.ok(number))

@@ -55,7 +55,7 @@ struct ConsoleAdminAPITests {
         try await withTestServer { server in
             let client = try await RealtimeTestClient.connect(to: server, namespace: "test")
             _ = try await client.requestOK(.auth(credential: "owner"))
-            // Canopy's Swift SDK names itself in a nested `c`.
+            // An earlier Canopy Swift SDK named itself in a nested `c`, which the server still reads.
             _ = try await client.requestOK(.stats(["c": ["sdk.swift.canopy": 1]]))
             let rows = try await Self.adminGet(server, "/.console/api/connections?ns=test")["connections"]?.arrayValue
             #expect(rows?.first?["auth"] == "admin", "\(String(describing: rows))")
