@@ -545,6 +545,13 @@ actor Database {
         revokeListeners(of: nil)
     }
 
+    /// Whether `error`, from storing something for this namespace, means the namespace is now
+    /// another process's (fenced by a higher epoch, or held back once the lease was lost), so the
+    /// request belongs to the new owner.
+    func isMoved(by error: StoreError) -> Bool {
+        Self.commitFailure(error, namespace: name, lost: lost?.hasFired == true) == .moved(name)
+    }
+
     /// The `.indexOn` entries of the rules at `path`.
     func indexedChildren(at path: Path) -> [String] {
         rules.indexOn(at: path)

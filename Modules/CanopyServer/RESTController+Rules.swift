@@ -8,15 +8,16 @@ import Tree
 extension RESTController {
     /// `GET` (the text as set; with `format=strict`, its JSON without comments) and
     /// `PUT /.settings/rules.json`, for the admin only. A document that does not parse is refused
-    /// with its line, column and reason, and the rules in force stay.
+    /// with its line, column and reason, and the rules in force stay. `nil` for rules not stored
+    /// because the namespace moved to another process (the body stays in `request` for the next
+    /// attempt, as a write's does).
     func rules(
-        _ request: Request, rest: RESTRequest, caller: Caller, database: Database
-    ) async throws -> Response {
+        _ request: inout Request, rest: RESTRequest, caller: Caller, database: Database
+    ) async throws -> Response? {
         guard [.get, .head, .put].contains(request.method) else {
             return RESTResponse.methodNotAllowed(request.method, allowed: "GET, HEAD, PUT, OPTIONS")
         }
         guard caller.isAdmin else { return RESTResponse.permissionDenied }
-        var request = request
         switch request.method {
         case .get, .head:
             let text = await database.rulesText
@@ -45,6 +46,7 @@ extension RESTController {
             do {
                 try await database.setRules(document, text: text)
             } catch {
+                if await database.isMoved(by: error) { return nil }
                 return RESTResponse.error(.internalServerError, "Could not store the rules: \(error)")
             }
             return RESTResponse.json(["status": "ok"], status: .ok, headers: [:], rest: rest)

@@ -77,7 +77,8 @@ struct RESTController: Sendable {
     }
 
     /// Answers `request` from the database `lease` holds (releasing the lease, unless an event
-    /// stream keeps it); `nil` for a write not stored because the namespace moved to another process.
+    /// stream keeps it); `nil` for a write (or rules) not stored because the namespace moved to another
+    /// process.
     /// The request's body is read here, and kept in `request` for a second attempt.
     private func serve(
         _ request: inout Request, rest: RESTRequest, lease: DatabaseLease, channel: any Channel
@@ -92,7 +93,7 @@ struct RESTController: Sendable {
         case .success(let found): (caller, expiresAt) = found
         case .failure(let refusal): return refusal.response
         }
-        if rest.isRulesDocument { return try await rules(request, rest: rest, caller: caller, database: database) }
+        if rest.isRulesDocument { return try await rules(&request, rest: rest, caller: caller, database: database) }
         if let tool = rest.rulesTool {
             return await rulesTool(tool, &request, rest: rest, caller: caller, database: database)
         }

@@ -163,6 +163,35 @@ struct ClusterOwnershipTests {
         }
     }
 
+    /// Rules set through such a node go to the new owner the same way, instead of answering that
+    /// they could not be stored.
+    @Test(.timeLimit(.minutes(3)))
+    func rulesSetThroughANodeThatLostItsNamespaceAreRedirectedToTheNewOwner() async throws {
+        try await withPostgresCluster { cluster in
+            let (port1, port2) = (try TestServer.reservePort(), try TestServer.reservePort())
+            try await withTestServer(
+                configure: { $0.joinCluster(cluster, node: "node1", port: port1, leaseDuration: .seconds(60)) }
+            ) {
+                node1 in
+                try await withTestServer(configure: { $0.joinCluster(cluster, node: "node2", port: port2) }) { node2 in
+                    #expect(try await node1.http(.PUT, "/v.json?ns=ruled", body: "1").status == 200)
+                    try await cluster.psql("UPDATE canopy_owner SET lease_until = now() - interval '1 second'")
+                    #expect(try await node2.http(.PUT, "/v.json?ns=ruled", body: "2").status == 200)
+
+                    let rules = #"{"rules": {".read": true, ".write": false}}"#
+                    let answer = try await node1.http(.PUT, "/.settings/rules.json?ns=ruled&auth=owner", body: rules)
+                    #expect(answer.status == 307, "\(answer.status) \(answer.body)")
+                    #expect(
+                        (answer.header("Location") ?? "").hasPrefix("http://127.0.0.1:\(port2)/.settings/rules.json?"),
+                        "\(answer.header("Location") ?? "no Location")")
+                    let onOwner = try await node2.http(.PUT, "/.settings/rules.json?ns=ruled&auth=owner", body: rules)
+                    #expect(onOwner.status == 200, "\(onOwner.status) \(onOwner.body)")
+                    #expect(try await node2.http(.PUT, "/v.json?ns=ruled", body: "3").status == 401)
+                }
+            }
+        }
+    }
+
     /// The same for an SDK client connected to that node: its write is not refused but sent again,
     /// after the node closed the connection, to the new owner, which stores it.
     @Test(.timeLimit(.minutes(3)))
