@@ -25,6 +25,11 @@ public enum TestStore {
         }
         var configuration = configuration
         configuration.postgresURL = try await SharedPostgres.shared.database(for: folder)
+        // The database is this server's alone, so no other process ever waits for its lease; a
+        // long one keeps a renewal that a loaded machine delays past 5 s from making the server
+        // step down and close its clients in the middle of a test about something else. (Leases
+        // are tested on clusters of their own, with the durations those tests choose.)
+        configuration.leaseDuration = max(configuration.leaseDuration, .seconds(60))
         return configuration
     }
 }
