@@ -200,7 +200,7 @@ let package = Package(
         .executableTarget(
             name: "canopy-server",
             dependencies: [
-                "CanopyServer", "Auth",
+                "CanopyServer", "Auth", "ProcessResources",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -271,6 +271,7 @@ struct CanopyServerCommand: AsyncParsableCommand {
     func run() async throws {
         var logger = Logger(label: "canopy-server")
         logger.logLevel = Logger.Level(rawValue: logLevel.lowercased()) ?? .info
+        Self.raiseFileLimit(logger: logger)
         var configuration = ServerConfiguration()
         configuration.host = host
         configuration.port = port

@@ -1,6 +1,7 @@
 import CanopyServer
 import CanopyTesting
 import Foundation
+import ProcessResources
 import Testing
 import Tree
 
@@ -262,6 +263,23 @@ struct ServerCommandTests {
         #expect(server.log.contains("'owner' is the admin"), "\(server.log)")
         #expect(server.log.contains("canopy-server stopped"), "\(server.log)")
         #expect(!server.log.contains(" info "), "\(server.log)")
+    }
+
+    /// Every connection holds a file descriptor: a server started with a soft open-file limit under
+    /// its hard limit raises it to the hard limit, and says the limit it has.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit")))
+    func theServerRaisesItsOpenFileLimitToTheHardLimit() async throws {
+        let executable = try #require(serverExecutable)
+        let hard = FileLimit.current.hard
+        try #require(hard > 512)
+        let folder = try TestServer.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let server = try await ServerProcess.start(
+            executable: executable, dataDirectory: folder, launcher: ["/usr/bin/prlimit", "--nofile=512:\(hard)", "--"])
+        await server.terminate()
+        let line = Self.lines(server.log).first { $0.contains("open-file limit") } ?? ""
+        #expect(line.contains("open-file limit \(hard)"), "\(server.log)")
+        #expect(line.contains("was=512") && line.contains("soft=\(hard)"), "\(line)")
     }
 
     static func lines(_ output: String) -> [String] {
