@@ -52,16 +52,15 @@ public struct CanopyServer: Sendable {
         self.outboundBudget = outboundBudget
         origins = OriginResolver(trustedProxies: configuration.trustedProxies, servesTLS: configuration.tls != nil)
         let boundPort = boundPort
-        var realtime = RealtimeContext(
+        realtime = RealtimeContext(
             databases: databases, sessions: sessions, connections: connections, authenticator: authenticator,
             metrics: metrics, limits: RealtimeLimits(configuration), logger: logger, outboundBudget: outboundBudget,
             flushBatches: flushBatches, defaultNamespace: configuration.defaultNamespace,
             redirects: configuration.postgresURL != nil,
             advertisedHost: { requestHost in
                 Self.advertisedHost(requestHost: requestHost, configuration: configuration, boundPort: boundPort)
-            })
-        realtime.adminOrigins = AdminOriginCheck(advertiseHost: configuration.advertiseHost)
-        self.realtime = realtime
+            },
+            adminOrigins: AdminOriginCheck(advertiseHost: configuration.advertiseHost))
     }
 
     /// The `host:port` the hello message advertises (the official clients reconnect there):

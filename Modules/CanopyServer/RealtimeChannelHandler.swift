@@ -17,33 +17,46 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
     typealias OutboundOut = WebSocketFrame
 
     private let realtime: RealtimeContext
-    private let parameters: [String: String]
-    /// The upgrade request's `Host`.
-    private let requestHost: String?
-    /// Who the client is, for the log.
-    private let origin: ClientOrigin
-    /// What the client said of itself, for the console and the admin origin check.
-    private let client: RealtimeClientInfo
+    /// What the session is opened with, dropped once it was: an idle connection keeps none of it.
+    private var opening: Opening?
     private var session: RealtimeSession?
     /// The session's connection (while the channel is active).
     private var connection: RealtimeConnection? { session?.connection }
+    private var fragments: WebSocketFragments
     private var assembler: FrameAssembler
     private var heartbeat: Heartbeat
-    private var heartbeatTask: RepeatedTask?
+    /// Checks the heartbeat, with the other connections of the event loop, while the channel is open.
+    private var heartbeatTimer: HeartbeatTimer?
     /// The heartbeat's times count from here.
     private let opened = NIODeadline.now()
     /// Set once the connection is being failed: later frames are dropped.
     private var failed = false
 
+    /// A class, so that the handler holds a reference, not room for all of it, after the opening.
+    private final class Opening {
+        let parameters: [String: String]
+        /// The upgrade request's `Host`.
+        let requestHost: String?
+        /// Who the client is, for the log.
+        let origin: ClientOrigin
+        /// What the client said of itself, for the console and the admin origin check.
+        let client: RealtimeClientInfo
+
+        init(parameters: [String: String], requestHost: String?, origin: ClientOrigin, client: RealtimeClientInfo) {
+            self.parameters = parameters
+            self.requestHost = requestHost
+            self.origin = origin
+            self.client = client
+        }
+    }
+
     init(
         context: RealtimeContext, parameters: [String: String], requestHost: String?, origin: ClientOrigin,
-        client: RealtimeClientInfo = RealtimeClientInfo()
+        client: RealtimeClientInfo = RealtimeClientInfo(), maxFrameBytes: Int
     ) {
-        self.client = client
         self.realtime = context
-        self.parameters = parameters
-        self.requestHost = requestHost
-        self.origin = origin
+        fragments = WebSocketFragments(maxMessageBytes: maxFrameBytes)
+        opening = Opening(parameters: parameters, requestHost: requestHost, origin: origin, client: client)
         self.assembler = FrameAssembler(maxMessageBytes: context.limits.maxMessageBytes)
         self.heartbeat = Heartbeat(interval: context.limits.heartbeatInterval)
     }
@@ -63,27 +76,33 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
             context.close(promise: nil)
             return
         }
+        guard let opening else { return }
+        self.opening = nil
         let session = RealtimeSession(
             channel: context.channel, framedOutput: NIOLoopBound(encoder, eventLoop: context.eventLoop),
-            context: realtime, client: client)
+            context: realtime, client: opening.client)
         self.session = session
-        session.open(parameters: parameters, requestHost: requestHost, origin: origin)
-        let tick = TimeAmount(heartbeat.checkInterval)
-        let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
-        heartbeatTask = context.eventLoop.scheduleRepeatedTask(initialDelay: tick, delay: tick) { _ in
-            bound.value.handler.checkHeartbeat(context: bound.value.context)
-        }
+        session.open(parameters: opening.parameters, requestHost: opening.requestHost, origin: opening.origin)
+        let timer = realtime.heartbeats.timer(for: context.eventLoop)
+        timer.add(self, context: context)
+        heartbeatTimer = timer
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        heartbeatTask?.cancel()
-        heartbeatTask = nil
+        stopHeartbeat()
+    }
+
+    private func stopHeartbeat() {
+        heartbeatTimer?.remove(self)
+        heartbeatTimer = nil
     }
 
     /// The time since the connection opened, as the heartbeat counts it.
     private var elapsed: Duration { .nanoseconds((NIODeadline.now() - opened).nanoseconds) }
 
-    private func checkHeartbeat(context: ChannelHandlerContext) {
+    /// Pings the peer, or closes a silent one, as ``Heartbeat`` says (every check interval, from its
+    /// event loop's ``HeartbeatTimer``).
+    func checkHeartbeat(context: ChannelHandlerContext) {
         // While the server does not read (its request queue is full), the peer's silence is ours.
         if (try? context.channel.syncOptions?.getOption(.autoRead)) == false { heartbeat.heard(at: elapsed) }
         switch heartbeat.check(at: elapsed) {
@@ -99,7 +118,16 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !failed else { return }
-        let frame = unwrapInboundIn(data)
+        let frame: WebSocketFrame
+        do {
+            guard let whole = try fragments.take(unwrapInboundIn(data), allocator: context.channel.allocator) else {
+                return
+            }
+            frame = whole
+        } catch {
+            errorCaught(context: context, error: error)
+            return
+        }
         heartbeat.heard(at: elapsed)
         switch frame.opcode {
         case .text:
@@ -164,8 +192,7 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        heartbeatTask?.cancel()
-        heartbeatTask = nil
+        stopHeartbeat()
         session?.channelClosed()
         session = nil
         context.fireChannelInactive()

@@ -23,11 +23,9 @@ final class RealtimeConnection: Subscriber, FlushTarget {
     private let framedOutput: NIOLoopBound<ChannelHandlerContext>
     private let flushBatch: FlushBatch
     private let outbox = Mutex(Outbox())
-    /// What a slow reader may make the server hold: this connection alone, and all of them.
-    private let maxPendingOutboundBytes: Int
-    private let budget: OutboundBudget
-    private let metrics: ServerMetrics
-    private let logger: Logger
+    /// The server's limits (what a slow reader may make it hold), budget, metrics and log, shared by
+    /// every connection.
+    private let context: RealtimeContext
     /// Its session's id, for the log.
     private let sessionID: String
     /// Whether the connection holds enough unread bytes to count in the server's ``OutboundBudget``.
@@ -39,9 +37,13 @@ final class RealtimeConnection: Subscriber, FlushTarget {
     /// frame; then it is closed anyway.
     static let closeHandshakeTimeout = TimeAmount.seconds(5)
 
+    /// The smallest batch whose storage is kept for the next one.
+    static let spareBatchCapacity = 8
+
     private struct Outbox {
         var pending: [OutboundMessage] = []
-        /// The storage of the last written batch, reused for the next one.
+        /// The storage of the last written batch, reused for the next one; kept only for a connection
+        /// that writes batches of ``spareBatchCapacity`` or more (an idle one keeps none).
         var spare: [OutboundMessage] = []
         var flushScheduled = false
         /// Set once the connection should close after what is pending was written.
@@ -60,10 +62,7 @@ final class RealtimeConnection: Subscriber, FlushTarget {
         self.framedOutput = framedOutput
         self.sessionID = sessionID
         flushBatch = context.flushBatches.batch(for: channel.eventLoop)
-        maxPendingOutboundBytes = context.limits.maxPendingOutboundBytes
-        budget = context.outboundBudget
-        metrics = context.metrics
-        logger = context.logger
+        self.context = context
     }
 
     // MARK: Inbound
@@ -90,7 +89,7 @@ final class RealtimeConnection: Subscriber, FlushTarget {
             outbox.closeWritten = true
             outbox.pending.removeAll()
         }
-        budget.remove(subscriberID)
+        context.outboundBudget.remove(subscriberID)
     }
 
     // MARK: Outbound
@@ -160,12 +159,14 @@ final class RealtimeConnection: Subscriber, FlushTarget {
                 bytes += buffer.readableBytes
                 framedOutput.value.write(NIOAny(buffer), promise: nil)
             }
-            metrics.bytesSent.increment(by: Int64(bytes))
+            context.metrics.bytesSent.increment(by: Int64(bytes))
         }
-        var spare = batch
-        spare.removeAll(keepingCapacity: true)
-        outbox.withLock { outbox in
-            if outbox.spare.capacity < spare.capacity { outbox.spare = spare }
+        if batch.capacity >= Self.spareBatchCapacity {
+            var spare = batch
+            spare.removeAll(keepingCapacity: true)
+            outbox.withLock { outbox in
+                if outbox.spare.capacity < spare.capacity { outbox.spare = spare }
+            }
         }
         if let closeCode {
             var data = channel.allocator.buffer(capacity: 2)
@@ -201,18 +202,18 @@ final class RealtimeConnection: Subscriber, FlushTarget {
     /// (``OutboundBudget``). Called on the event loop after each flush and when the socket drains.
     func measureQueued() {
         guard let queued = try? channel.syncOptions?.getOption(.bufferedWritableBytes) else { return }
-        if queued > maxPendingOutboundBytes {
-            logger.warning(
+        if queued > context.limits.maxPendingOutboundBytes {
+            context.logger.warning(
                 "closing a realtime connection that does not read what it is sent",
                 metadata: ["session": "\(sessionID)", "queued_bytes": "\(queued)"])
-            metrics.tripped(.pendingOutboundBytes)
-            budget.remove(subscriberID)
+            context.metrics.tripped(.pendingOutboundBytes)
+            context.outboundBudget.remove(subscriberID)
             channel.close(promise: nil)
             return
         }
         guard queued >= OutboundBudget.stallThreshold || countsInBudget.load(ordering: .relaxed) else { return }
-        let (channel, logger, metrics, sessionID) = (channel, logger, metrics, sessionID)
-        let counts = budget.record(subscriberID, bytes: queued) {
+        let (channel, logger, metrics, sessionID) = (channel, context.logger, context.metrics, sessionID)
+        let counts = context.outboundBudget.record(subscriberID, bytes: queued) {
             logger.warning(
                 "closing the realtime connection stalled for the longest: the server holds too much for slow readers",
                 metadata: ["session": "\(sessionID)", "queued_bytes": "\(queued)"])

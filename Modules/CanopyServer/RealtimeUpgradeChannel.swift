@@ -47,8 +47,15 @@ struct RealtimeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
     /// precisely by ``FrameAssembler``.
     var maxFrameBytes: Int { max(1 << 20, min(maxMessageBytes, 1 << 24)) }
 
+    /// Each connection keeps its last receive buffer for the next read, at the size the reads have
+    /// needed: NIO's default starts at 2 KB, which an idle connection would hold for good after an
+    /// upgrade request of a few hundred bytes. Starting at 256 bytes, a busy connection's buffer still
+    /// doubles on each full read up to 64 KB.
+    static let receiveBuffers = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: 65536)
+
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
+            try channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: Self.receiveBuffers)
             let upgradeAttempted = NIOLoopBoundBox(false, eventLoop: channel.eventLoop)
             let framing = RequestFramingMeter(maxChunkBytes: maxMessageBytes)
             let errorHandler = HTTPErrorHandler(framing: framing, maxBodyBytes: maxMessageBytes)
@@ -78,10 +85,6 @@ struct RealtimeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                     channel.eventLoop.makeCompletedFuture {
                         let parameters = Self.queryParameters(of: head.uri)
                         let requestHost = head.headers["Host"].first
-                        try channel.pipeline.syncOperations.addHandler(
-                            NIOWebSocketFrameAggregator(
-                                minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1 << 16,
-                                maxAccumulatedFrameSize: maxFrameBytes))
                         let origin = origins.origin(
                             peer: channel.remoteAddress, forwarded: ForwardedHeaders(head.headers))
                         let client = RealtimeClientInfo(
@@ -91,7 +94,7 @@ struct RealtimeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                         try channel.pipeline.syncOperations.addHandler(
                             RealtimeChannelHandler(
                                 context: realtime, parameters: parameters, requestHost: requestHost,
-                                origin: origin, client: client))
+                                origin: origin, client: client, maxFrameBytes: maxFrameBytes))
                         return UpgradeResult.realtime
                     }
                 }

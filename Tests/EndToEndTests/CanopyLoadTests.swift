@@ -1,5 +1,6 @@
 import CanopyTesting
 import Foundation
+import ProcessResources
 import Testing
 
 #if canImport(Glibc)
@@ -111,6 +112,21 @@ struct CanopyLoadTests {
             #expect((report["rssAfterBytes"] as? Int ?? 0) > 0, "\(log)")
             #expect(report["bytesPerConnection"] is Double, "\(log)")
         }
+    }
+
+    /// An idle realtime connection costs the server its socket's channel and a few small objects:
+    /// no receive buffer of NIO's default 2 KB, no scheduled task of its own for the heartbeat, no
+    /// handlers or copies of the server's context that only a busy connection needs (8.1 to 8.5 KB
+    /// each before, under 5.5 KB since; issue 27).
+    @Test(.enabled(if: FileLimit.current.hard >= 2_200), .timeLimit(.minutes(2)))
+    func anIdleConnectionCostsTheServerUnderSixKB() async throws {
+        let port = try TestServer.reservePort()
+        let (status, report, log) = try await CanopyLoad.run([
+            "idle", "--launch", "--in-memory", "--server", "127.0.0.1:\(port)", "--connections", "2000", "--json",
+        ])
+        #expect(status == 0, "\(log)")
+        let bytes = try #require(report["bytesPerConnection"] as? Double, "\(log)")
+        #expect(bytes < 6 * 1024, "\(Int(bytes)) bytes per idle connection")
     }
 
     @Test func idleWithoutAServerPidIsRefused() async throws {
