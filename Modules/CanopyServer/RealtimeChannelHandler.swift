@@ -13,7 +13,7 @@ import Transport
 /// once. A peer that breaks RFC 6455 (see ``WebSocketViolation``) is sent a close frame with the
 /// matching code, and nothing it sent after the violation is handled.
 final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = WebSocketFrame
+    typealias InboundIn = ByteBuffer
     typealias OutboundOut = WebSocketFrame
 
     private let realtime: RealtimeContext
@@ -22,6 +22,7 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
     private var session: RealtimeSession?
     /// The session's connection (while the channel is active).
     private var connection: RealtimeConnection? { session?.connection }
+    private var reader: WebSocketFrameReader
     private var fragments: WebSocketFragments
     private var assembler: FrameAssembler
     private var heartbeat: Heartbeat
@@ -55,6 +56,7 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
         client: RealtimeClientInfo = RealtimeClientInfo(), maxFrameBytes: Int
     ) {
         self.realtime = context
+        reader = WebSocketFrameReader(maxFrameBytes: maxFrameBytes)
         fragments = WebSocketFragments(maxMessageBytes: maxFrameBytes)
         opening = Opening(parameters: parameters, requestHost: requestHost, origin: origin, client: client)
         self.assembler = FrameAssembler(maxMessageBytes: context.limits.maxMessageBytes)
@@ -63,16 +65,6 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
 
     func handlerAdded(context: ChannelHandlerContext) {
         guard let encoder = try? context.pipeline.syncOperations.context(handlerType: WebSocketFrameEncoder.self) else {
-            context.close(promise: nil)
-            return
-        }
-        // The validator reads the bytes the frame decoder is given, to judge each frame by its
-        // header.
-        do {
-            let decoder = try context.pipeline.syncOperations.handler(
-                type: ByteToMessageHandler<WebSocketFrameDecoder>.self)
-            try context.pipeline.syncOperations.addHandler(WebSocketFrameValidator(), position: .before(decoder))
-        } catch {
             context.close(promise: nil)
             return
         }
@@ -118,14 +110,26 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !failed else { return }
+        reader.append(unwrapInboundIn(data))
+        while !failed {
+            do throws(WebSocketFrameReader.Refusal) {
+                guard let frame = try reader.next() else { return }
+                read(frame, context: context)
+            } catch {
+                realtime.logger.debug("failing a realtime connection", metadata: ["violation": "\(error)"])
+                fail(code: error.closeCode, context: context)
+            }
+        }
+    }
+
+    private func read(_ fragment: WebSocketFrame, context: ChannelHandlerContext) {
         let frame: WebSocketFrame
         do {
-            guard let whole = try fragments.take(unwrapInboundIn(data), allocator: context.channel.allocator) else {
-                return
-            }
+            guard let whole = try fragments.take(fragment, allocator: context.channel.allocator) else { return }
             frame = whole
         } catch {
-            errorCaught(context: context, error: error)
+            realtime.logger.debug("failing a realtime connection", metadata: ["fragments": "\(error)"])
+            fail(code: Self.closeCode(for: error), context: context)
             return
         }
         heartbeat.heard(at: elapsed)
@@ -200,18 +204,7 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         realtime.logger.debug("realtime connection error", metadata: ["error": "\(error)"])
-        switch error {
-        case let violation as WebSocketViolation:
-            fail(violation, context: context)
-        case let aggregation as NIOWebSocketFrameAggregator.Error:
-            fail(code: Self.closeCode(for: aggregation), context: context)
-        case is NIOWebSocketError:
-            // NIO's `WebSocketProtocolErrorHandler` has sent the close frame and closes the
-            // channel once it is written.
-            failed = true
-        default:
-            context.close(promise: nil)
-        }
+        context.close(promise: nil)
     }
 
     private func fail(_ violation: WebSocketViolation, context: ChannelHandlerContext) {

@@ -63,7 +63,9 @@ struct RealtimeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
             let (realtime, origins) = (self.realtime, self.origins)
             let maxFrameBytes = self.maxFrameBytes
             let upgrader = NIOTypedWebSocketServerUpgrader<UpgradeResult>(
-                maxFrameSize: maxFrameBytes,
+                // The realtime handler reads and checks frames itself, and fails the connection
+                // with the matching close code.
+                maxFrameSize: maxFrameBytes, enableAutomaticErrorHandling: false,
                 shouldUpgrade: { channel, head in
                     upgradeAttempted.value = true
                     let isRealtime = head.uri == "/.ws" || head.uri.hasPrefix("/.ws?")
@@ -85,6 +87,11 @@ struct RealtimeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                     channel.eventLoop.makeCompletedFuture {
                         let parameters = Self.queryParameters(of: head.uri)
                         let requestHost = head.headers["Host"].first
+                        // The realtime handler reads the frames from the bytes itself: it goes
+                        // before NIO's frame decoder, added by the upgrade, which is removed (on
+                        // the next tick) and meanwhile never given a byte.
+                        let decoder = try channel.pipeline.syncOperations.context(
+                            handlerType: ByteToMessageHandler<WebSocketFrameDecoder>.self)
                         let origin = origins.origin(
                             peer: channel.remoteAddress, forwarded: ForwardedHeaders(head.headers))
                         let client = RealtimeClientInfo(
@@ -94,7 +101,9 @@ struct RealtimeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                         try channel.pipeline.syncOperations.addHandler(
                             RealtimeChannelHandler(
                                 context: realtime, parameters: parameters, requestHost: requestHost,
-                                origin: origin, client: client, maxFrameBytes: maxFrameBytes))
+                                origin: origin, client: client, maxFrameBytes: maxFrameBytes),
+                            position: .before(decoder.handler))
+                        channel.pipeline.syncOperations.removeHandler(context: decoder, promise: nil)
                         return UpgradeResult.realtime
                     }
                 }

@@ -27,4 +27,15 @@ enum WebSocketViolation: Error, Hashable, CustomStringConvertible {
         case .invalidUTF8: "text message that is not valid UTF-8"
         }
     }
+
+    /// What is wrong with a frame whose first byte is `byte` (FIN, RSV1–3, opcode), if anything.
+    static func inFirstByte(_ byte: UInt8) -> WebSocketViolation? {
+        let opcode = byte & 0x0F
+        switch opcode {
+        case 0x0, 0x1, 0x2, 0x8, 0x9, 0xA: break
+        default: return .reservedOpcode(opcode)
+        }
+        if byte & 0x70 != 0 { return .reservedBitsSet }
+        return nil
+    }
 }
