@@ -69,6 +69,14 @@ struct ServerOptions: ParsableArguments {
     @Option(help: "Server address, host:port.")
     var server: String = "127.0.0.1:9000"
 
+    @Option(
+        help: """
+            Against a server on a 127.x.x.x address, bind every N connections to the next source address \
+            (127.0.0.1, 127.0.0.2, ...): each gives the server's address and port its own ephemeral ports. \
+            (default: nine tenths of the ephemeral port range, for runs of more connections than that)
+            """)
+    var connectionsPerSourceAddress: Int?
+
     @Option(help: "Namespace (database) to use.")
     var namespace: String = "load"
 
@@ -127,13 +135,16 @@ struct ServerOptions: ParsableArguments {
 
     /// Opens one realtime connection whose messages go to the session `makeSession` builds
     /// (`receiveBufferSize`: its socket's `SO_RCVBUF`, else the system's default).
+    /// `localAddress`: the address its socket is bound to (``SourceAddresses``), else the system's choice.
     func connect(
-        receiveBufferSize: Int? = nil, _ makeSession: @escaping @Sendable () -> any LoadSession
+        receiveBufferSize: Int? = nil, localAddress: String? = nil,
+        _ makeSession: @escaping @Sendable () -> any LoadSession
     ) async throws -> LoadConnection {
         let (host, port) = try endpoint()
         return try await LoadConnection.connect(
             host: host, port: port, uri: uri, group: MultiThreadedEventLoopGroup.singleton,
-            receiveBufferSize: receiveBufferSize, authToken: authToken, makeSession: makeSession)
+            receiveBufferSize: receiveBufferSize, authToken: authToken, localAddress: localAddress,
+            makeSession: makeSession)
     }
 
     /// Throws ``LoadError/cannotConnect(address:reason:)`` when nothing accepts connections at
@@ -228,13 +239,21 @@ enum Requests {
     }
 }
 
-/// Opens `count` realtime connections, at most `concurrency` handshakes at a time.
+/// Opens `count` realtime connections, at most `concurrency` handshakes at a time; more than one
+/// loopback address's ephemeral ports are spread over several source addresses (``SourceAddresses``).
 func connectAll(
     _ count: Int, options: ServerOptions, concurrency: Int = 64,
     makeSession: @escaping @Sendable (Int) -> any LoadSession
 ) async throws -> [LoadConnection] {
-    try await connectAll(count, concurrency: concurrency) { index in
-        try await options.connect { makeSession(index) }
+    let server = try options.endpoint().host
+    let sources =
+        if let perAddress = options.connectionsPerSourceAddress {
+            SourceAddresses(connections: count, server: server, perAddress: perAddress)
+        } else {
+            SourceAddresses(connections: count, server: server)
+        }
+    return try await connectAll(count, concurrency: concurrency) { index in
+        try await options.connect(localAddress: sources.address(of: index)) { makeSession(index) }
     }
 }
 

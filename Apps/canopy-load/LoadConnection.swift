@@ -44,12 +44,13 @@ final class LoadConnection: Sendable {
     /// the hello only then); a refused token throws ``LoadError/tokenRefused(server:status:reason:)``.
     static func connect(
         host: String, port: Int, uri: String, group: any EventLoopGroup, connectTimeout: TimeAmount = .seconds(10),
-        receiveBufferSize: Int? = nil, authToken: String? = nil,
+        receiveBufferSize: Int? = nil, authToken: String? = nil, localAddress: String? = nil,
         makeSession: @escaping @Sendable () -> any LoadSession
     ) async throws -> LoadConnection {
         var configuration = RealtimeSocket.Configuration()
         configuration.connectTimeout = connectTimeout
         configuration.receiveBufferSize = receiveBufferSize
+        configuration.localAddress = localAddress
         let server = "\(host):\(port)"
         do {
             let socket = try await RealtimeSocket.connect(

@@ -56,6 +56,10 @@ public final class RealtimeSocket: Sendable {
         /// How long the server may take to answer the upgrade once connected; `nil` waits as long
         /// as it keeps the connection open.
         public var upgradeTimeout: TimeAmount?
+        /// The IP address the socket is bound to before it connects (its port picked by the system);
+        /// `nil` lets the system choose. A load generator spreads connections over several loopback
+        /// addresses this way, as each gives one server address and port its own ephemeral ports.
+        public var localAddress: String?
 
         public init() {}
     }
@@ -76,9 +80,16 @@ public final class RealtimeSocket: Sendable {
         configuration: Configuration = Configuration(),
         delegate makeDelegate: @escaping @Sendable () -> any RealtimeSocketDelegate
     ) async throws -> RealtimeSocket {
-        let bootstrap = Self.bootstrap(
+        var bootstrap = Self.bootstrap(
             group: group, connectTimeout: configuration.connectTimeout,
             receiveBufferSize: configuration.receiveBufferSize)
+        if let localAddress = configuration.localAddress {
+            do {
+                bootstrap = bootstrap.bind(to: try SocketAddress(ipAddress: localAddress, port: 0))
+            } catch {
+                throw RealtimeSocketError.cannotConnect(address: "\(host):\(port)", cause: error)
+            }
+        }
         let authority = "\(host.contains(":") ? "[\(host)]" : host):\(port)"
         let url = "\(tls == nil ? "ws" : "wss")://\(authority)\(target)"
         let key = Self.randomKey()
