@@ -26,18 +26,29 @@ struct WebSocketFrameReader {
     }
 
     let maxFrameBytes: Int
-    /// The bytes of a frame not yet whole (and of the frames after it, in the same read).
+    /// The bytes not read as frames yet: the socket's last read while its frames are read, then the
+    /// start of a frame not yet whole, in a buffer of the reader's own.
     private var pending: ByteBuffer?
+    /// Whether `pending` is the reader's own buffer, which later reads are added to.
+    private var pendingIsOwn = false
 
     init(maxFrameBytes: Int) { self.maxFrameBytes = maxFrameBytes }
 
     /// Adds bytes read from the socket.
     mutating func append(_ bytes: ByteBuffer) {
+        var bytes = bytes
         if pending == nil {
             pending = bytes
-        } else {
-            var bytes = bytes
+            pendingIsOwn = false
+        } else if pendingIsOwn {
             pending?.writeBuffer(&bytes)
+        } else {
+            var own = ByteBuffer()
+            own.reserveCapacity((pending?.readableBytes ?? 0) + bytes.readableBytes)
+            if var read = pending { own.writeBuffer(&read) }
+            own.writeBuffer(&bytes)
+            pending = own
+            pendingIsOwn = true
         }
     }
 
@@ -46,16 +57,24 @@ struct WebSocketFrameReader {
         guard var buffer = pending else { return nil }
         pending = nil
         let frame = try Self.frame(from: &buffer, maxFrameBytes: maxFrameBytes)
-        guard buffer.readableBytes > 0 else { return frame }
+        guard buffer.readableBytes > 0 else {
+            pendingIsOwn = false
+            return frame
+        }
         if frame != nil {
             pending = buffer
+        } else if pendingIsOwn {
+            // Later reads are added behind the frame's start; what came before it goes.
+            buffer.discardReadBytes()
+            pending = buffer
         } else {
-            // Kept in a buffer of its own, not in the socket's receive buffer, which the channel
-            // reuses for its next read only when no one else holds it.
+            // Copied out of the socket's receive buffer, which the channel reuses for its next read
+            // only when no one else holds it.
             var own = ByteBuffer()
             own.reserveCapacity(buffer.readableBytes)
             own.writeBuffer(&buffer)
             pending = own
+            pendingIsOwn = true
         }
         return frame
     }
