@@ -45,9 +45,6 @@ final class HeartbeatTimer: Sendable {
         state.value.task = nil
     }
 
-    /// Connections checked now, for tests.
-    var count: Int { state.value.checks.count }
-
     private func checkAll() {
         // A check may close its connection, which removes it: walk the ticks' own copy.
         let checks = state.value.checks
