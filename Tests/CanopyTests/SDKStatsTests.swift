@@ -14,7 +14,8 @@ struct SDKStatsTests {
             let database = makeDatabase(server)
             defer { database.shutDown() }
             let expected = "sdk.swift." + Database.sdkVersion().replacingOccurrences(of: ".", with: "-")
-            _ = try await database.reference(withPath: "anything").getData()
+            // Acknowledged once connected (a write waits for the connection; a read would not).
+            _ = try await database.reference(withPath: "anything").setValue(1)
             #expect(
                 await eventually {
                     let answer = try await server.http(.GET, "/.console/api/connections?ns=test&auth=owner").json
