@@ -13,10 +13,12 @@
 /// vanished peers.
 ///
 /// ```swift
-/// var heartbeat = Heartbeat(interval: .seconds(20))
+/// var heartbeat = Heartbeat(interval: .seconds(20))    // checked every 5 s
 /// heartbeat.heard(at: .seconds(1))
 /// heartbeat.check(at: .seconds(20))    // .ping
 /// heartbeat.check(at: .seconds(25))    // nil: nothing to do
+/// heartbeat.check(at: .seconds(30))    // nil
+/// heartbeat.check(at: .seconds(35))    // nil: silent for 34 s
 /// heartbeat.check(at: .seconds(40))    // .close: silent for 39 s (limit: 2 intervals less one check)
 /// ```
 public struct Heartbeat: Sendable {

@@ -20,6 +20,15 @@ struct HeartbeatTests {
         return nil
     }
 
+    /// The example in ``Heartbeat``'s documentation, as written there.
+    @Test func theDocumentedSequence() {
+        var heartbeat = Heartbeat(interval: .seconds(20))
+        #expect(heartbeat.checkInterval == .seconds(5))
+        heartbeat.heard(at: .seconds(1))
+        let actions = [20, 25, 30, 35, 40].map { heartbeat.check(at: .seconds($0)) }
+        #expect(actions == [.ping, nil, nil, nil, .close])
+    }
+
     @Test func aSilentPeerIsPingedThenClosedBeforeTwoIntervals() throws {
         var heartbeat = Heartbeat(interval: .seconds(1))
         // The connection's own start counts as heard.
