@@ -131,35 +131,43 @@ struct ClusterOwnershipTests {
         }
     }
 
-    /// A node whose namespace was taken over while it did not know yet (its lease forced out, the
-    /// other node writing under a higher epoch) sends a REST write on to the new owner instead of
-    /// answering that the write could not be stored.
-    @Test(.timeLimit(.minutes(3)))
-    func aWriteToANodeThatLostItsNamespaceIsRedirectedToTheNewOwner() async throws {
+    /// Runs `body` with two nodes of one cluster where `namespace`, first owned by `node1`, was taken
+    /// over by `node2` while `node1` did not know yet (its lease forced out, `node2` writing `2`
+    /// under a higher epoch). `node1` renews every 20 s, so it learns of it from what `body` sends.
+    static func withNamespaceTakenOver(
+        _ namespace: String,
+        _ body: (_ cluster: PostgresTestCluster, _ node1: TestServer, _ node2: TestServer) async throws -> Void
+    ) async throws {
         try await withPostgresCluster { cluster in
             let (port1, port2) = (try TestServer.reservePort(), try TestServer.reservePort())
-            // node1 renews every 20 s: it learns of the takeover from the write below, not before.
             try await withTestServer(
                 configure: { $0.joinCluster(cluster, node: "node1", port: port1, leaseDuration: .seconds(60)) }
             ) {
                 node1 in
                 try await withTestServer(configure: { $0.joinCluster(cluster, node: "node2", port: port2) }) { node2 in
-                    #expect(try await node1.http(.PUT, "/v.json?ns=moved", body: "1").status == 200)
+                    #expect(try await node1.http(.PUT, "/v.json?ns=\(namespace)", body: "1").status == 200)
                     try await cluster.psql("UPDATE canopy_owner SET lease_until = now() - interval '1 second'")
-                    #expect(try await node2.http(.PUT, "/v.json?ns=moved", body: "2").status == 200)
-
-                    let answer = try await node1.http(.PUT, "/v.json?ns=moved", body: "3")
-                    #expect(answer.status == 307, "\(answer.status) \(answer.body)")
-                    #expect(answer.header("Location") == "http://127.0.0.1:\(port2)/v.json?ns=moved")
-                    // Nothing of it was stored by node1; sent on, it is node2's to store.
-                    #expect(try await cluster.psql("SELECT value FROM canopy_nodes WHERE ns = 'moved'") == "2")
-                    #expect(try await Self.put("/v.json?ns=moved", body: "3", through: node1.baseURL) == 200)
-                    #expect(try await Self.get("/v.json?ns=moved", through: node1.baseURL) == "3")
-                    #expect(
-                        try await cluster.psql("SELECT node || ' ' || epoch FROM canopy_owner WHERE ns = 'moved'")
-                            == "node2 2")
+                    #expect(try await node2.http(.PUT, "/v.json?ns=\(namespace)", body: "2").status == 200)
+                    try await body(cluster, node1, node2)
                 }
             }
+        }
+    }
+
+    /// A node whose namespace was taken over while it did not know yet sends a REST write on to
+    /// the new owner instead of answering that the write could not be stored.
+    @Test(.timeLimit(.minutes(3)))
+    func aWriteToANodeThatLostItsNamespaceIsRedirectedToTheNewOwner() async throws {
+        try await Self.withNamespaceTakenOver("moved") { cluster, node1, node2 in
+            let answer = try await node1.http(.PUT, "/v.json?ns=moved", body: "3")
+            #expect(answer.status == 307, "\(answer.status) \(answer.body)")
+            #expect(answer.header("Location") == "http://127.0.0.1:\(node2.port)/v.json?ns=moved")
+            // Nothing of it was stored by node1; sent on, it is node2's to store.
+            #expect(try await cluster.psql("SELECT value FROM canopy_nodes WHERE ns = 'moved'") == "2")
+            #expect(try await Self.put("/v.json?ns=moved", body: "3", through: node1.baseURL) == 200)
+            #expect(try await Self.get("/v.json?ns=moved", through: node1.baseURL) == "3")
+            #expect(
+                try await cluster.psql("SELECT node || ' ' || epoch FROM canopy_owner WHERE ns = 'moved'") == "node2 2")
         }
     }
 
@@ -167,28 +175,15 @@ struct ClusterOwnershipTests {
     /// they could not be stored.
     @Test(.timeLimit(.minutes(3)))
     func rulesSetThroughANodeThatLostItsNamespaceAreRedirectedToTheNewOwner() async throws {
-        try await withPostgresCluster { cluster in
-            let (port1, port2) = (try TestServer.reservePort(), try TestServer.reservePort())
-            try await withTestServer(
-                configure: { $0.joinCluster(cluster, node: "node1", port: port1, leaseDuration: .seconds(60)) }
-            ) {
-                node1 in
-                try await withTestServer(configure: { $0.joinCluster(cluster, node: "node2", port: port2) }) { node2 in
-                    #expect(try await node1.http(.PUT, "/v.json?ns=ruled", body: "1").status == 200)
-                    try await cluster.psql("UPDATE canopy_owner SET lease_until = now() - interval '1 second'")
-                    #expect(try await node2.http(.PUT, "/v.json?ns=ruled", body: "2").status == 200)
-
-                    let rules = #"{"rules": {".read": true, ".write": false}}"#
-                    let answer = try await node1.http(.PUT, "/.settings/rules.json?ns=ruled&auth=owner", body: rules)
-                    #expect(answer.status == 307, "\(answer.status) \(answer.body)")
-                    #expect(
-                        (answer.header("Location") ?? "").hasPrefix("http://127.0.0.1:\(port2)/.settings/rules.json?"),
-                        "\(answer.header("Location") ?? "no Location")")
-                    let onOwner = try await node2.http(.PUT, "/.settings/rules.json?ns=ruled&auth=owner", body: rules)
-                    #expect(onOwner.status == 200, "\(onOwner.status) \(onOwner.body)")
-                    #expect(try await node2.http(.PUT, "/v.json?ns=ruled", body: "3").status == 401)
-                }
-            }
+        try await Self.withNamespaceTakenOver("ruled") { _, node1, node2 in
+            let rules = #"{"rules": {".read": true, ".write": false}}"#
+            let answer = try await node1.http(.PUT, "/.settings/rules.json?ns=ruled&auth=owner", body: rules)
+            #expect(answer.status == 307, "\(answer.status) \(answer.body)")
+            let location = answer.header("Location") ?? "no Location"
+            #expect(location.hasPrefix("http://127.0.0.1:\(node2.port)/.settings/rules.json?"), "\(location)")
+            let onOwner = try await node2.http(.PUT, "/.settings/rules.json?ns=ruled&auth=owner", body: rules)
+            #expect(onOwner.status == 200, "\(onOwner.status) \(onOwner.body)")
+            #expect(try await node2.http(.PUT, "/v.json?ns=ruled", body: "3").status == 401)
         }
     }
 
