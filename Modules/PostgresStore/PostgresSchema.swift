@@ -2,7 +2,7 @@
 /// in order at start (``PostgresStorage/prepare()``), each recorded in `canopy_migrations`.
 ///
 /// `v1`:
-/// - `canopy_nodes(ns, path, value)`: one row per leaf and per priority of each namespace, laid out
+/// - `canopy_nodes(ns, path, value)`: one row per leaf, per packed object and per priority of each namespace, laid out
 ///   as SQLite's `nodes` table (see ``Persistence/SQLiteServerStore``). `path` sorts by bytes
 ///   (`COLLATE "C"`), so a subtree is one range of the primary key: `path >= 'a/' AND path < 'a0'`.
 /// - `canopy_settings(ns, name, value)`: small JSON documents such as the security rules.
@@ -143,6 +143,9 @@ enum PostgresSchema {
                     deleteBelow: deleteBelowRun, settings: noBitmapScans, branches: disconnectBranches + writeIDBranches
                 )
             ]),
+        // Marks a database whose `canopy_nodes` may hold packed rows (see SQLite's
+        // `v4-packed-records`): a build that cannot read them refuses it as newer.
+        Migration(name: "v5-packed-records", statements: []),
     ]
 
     /// The operations `canopy_commit` applies a run at a time (v1, v2).

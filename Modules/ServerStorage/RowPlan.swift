@@ -1,7 +1,8 @@
 package import Persistence
 import Tree
 
-/// One change to the rows of a store that keeps a row per leaf and per priority (see
+/// One change to the rows of a store that keeps a row per leaf, per packed node (see
+/// ``Node/packedText``) and per priority (see
 /// ``SQLiteServerStore``'s `v1` migration): what a ``StoredWrite`` becomes, before any store runs it.
 package enum RowOperation: Sendable, Equatable {
     /// Every row goes (a write at the root).
@@ -101,6 +102,10 @@ package struct RowPlan {
         if let leaf = node.leafValue {
             try StoredValue.checkStorable(leaf, at: rowPath)
             operations.append(.upsert(path: rowPath, text: StoredValue.text(of: leaf)))
+            return
+        }
+        if let packed = node.packedText {
+            operations.append(.upsert(path: rowPath, text: packed))
             return
         }
         for (key, child) in node.children {

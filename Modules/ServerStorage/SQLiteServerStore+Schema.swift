@@ -11,6 +11,10 @@ extension SQLiteServerStore {
     ///   `path >= 'a/' AND path < 'a0'` (`'0'` is the character after `'/'`, and keys never hold `/`).
     /// - `settings(name, value)`: small JSON documents such as the security rules.
     ///
+    /// Since `v4-packed-records`, a small object the server holds packed (see `Node.packedText`) is
+    /// one row at its path holding its compact JSON text (`{"name":"ada","score":36}`), in place
+    /// of a row per leaf: the rows of an object never lie below a packed row.
+    ///
     /// `v2-quarantine`: `quarantine(path, value, reason, quarantined_at)`, the rows of `nodes` that
     /// ``loadTree()`` could not decode, moved aside so that the rest of the database loads.
     ///
@@ -42,6 +46,9 @@ extension SQLiteServerStore {
                         seen INTEGER NOT NULL) WITHOUT ROWID;
                     """)
         }
+        // No change to the tables: it marks a file whose `nodes` may hold packed rows, so that a
+        // build that cannot read them refuses the file instead of setting those rows aside.
+        migrator.registerMigration("v4-packed-records") { _ in }
         return migrator
     }
 }

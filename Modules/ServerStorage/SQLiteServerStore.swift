@@ -13,7 +13,7 @@ public import Tree
 /// let tree = try store.loadTree()                                     // {"users":{"ada":{"age":36}}}
 /// ```
 ///
-/// The file holds one row per leaf and per priority (see the `v1` migration in
+/// The file holds one row per leaf, per packed object and per priority (see the migrations in
 /// `SQLiteServerStore+Schema.swift`), so a commit costs O(d + n) primary-key operations for a write
 /// of n leaves at depth d, whatever the size of the tree, and ``loadTree()`` reads every row once.
 ///
@@ -59,7 +59,17 @@ public final class SQLiteServerStore: ServerStore {
                     try db.execute(sql: "PRAGMA synchronous = NORMAL")
                 }
             }
+            if try database.read(Self.migrator.hasBeenSuperseded) {
+                let applied = try database.read(Self.migrator.appliedIdentifiers).sorted()
+                throw StoreError.cannotOpen(
+                    file: path,
+                    reason:
+                        "it was written by a newer Canopy (it has the migrations \(applied.joined(separator: ", "))); "
+                        + "run that version or newer")
+            }
             try Self.migrator.migrate(database)
+        } catch let error as StoreError {
+            throw error
         } catch {
             throw .cannotOpen(file: path, reason: "\(error)")
         }

@@ -48,30 +48,71 @@ public struct StoredWrite: Sendable, Equatable {
     /// ``noLeafAbove``) from `stored`, the data the store will hold when this write commits, in one
     /// walk down ``path``. A priority write learns nothing.
     ///
+    /// A write inside a packed node of `stored` becomes a write of that node's location, as
+    /// ``widenToPackedAncestor(in:)`` makes it, in the same walk.
+    ///
     /// ```swift
     /// write.learn(from: root)      // the tree, with every write queued before this one applied
     /// root.update(at: write.path, to: write.node)
     /// ```
     public mutating func learn(from stored: Node) {
-        guard !isPriorityWrite else { return }
+        let keys = path.components
         var location = stored
-        var leafAbove = false
-        for key in path.components {
-            if location.leafValue != nil {
-                leafAbove = true
-                location = .empty
-                break
+        var index = keys.startIndex
+        // One walk down the path: it widens a write inside a packed node, and finds what is there.
+        while index < keys.endIndex {
+            if location.packedText != nil {
+                widen(to: index, of: location)
+                return
             }
-            location = location.child(key)
-            if location.isEmpty { break }
+            if location.isEmpty || location.leafValue != nil { break }
+            location = location.child(keys[index])
+            index += 1
         }
+        guard !isPriorityWrite else { return }
+        let leafAbove = index < keys.endIndex && location.leafValue != nil
+        if index < keys.endIndex { location = .empty }
         locationWasEmpty = location.isEmpty
         nothingBelowLocation = location.isEmpty || (location.leafValue != nil && location.priority == nil)
         noLeafAbove = !leafAbove
     }
+
+    /// Makes this write one of the packed node `packed`, found at the first `keys` of ``path``.
+    private mutating func widen(to keys: Int, of packed: Node) {
+        let components = path.components
+        node = packed.updating(at: Path(keys: components[keys...]), to: node)
+        path = Path(keys: components[..<keys])
+        // The packed node is replaced whole, and the walk down to it met no leaf.
+        locationWasEmpty = false
+        nothingBelowLocation = false
+        noLeafAbove = true
+    }
 }
 
 extension StoredWrite {
+    /// Turns a write strictly inside a packed node of `stored` (see ``Node/packedText``) into a
+    /// write of the whole packed node with its new value: a store keeps a packed node as one row,
+    /// which a write below it would delete with the rest of the node. A writer that commits into a
+    /// tree holding packed nodes calls this (``learn(from:)`` does) and applies the write as it
+    /// then stands.
+    public mutating func widenToPackedAncestor(in stored: Node) {
+        let keys = path.components
+        var location = stored
+        var index = keys.startIndex
+        while index < keys.endIndex {
+            if location.packedText != nil {
+                let flags = (locationWasEmpty, nothingBelowLocation, noLeafAbove)
+                widen(to: index, of: location)
+                // Only what the writer knew before: this walk learns nothing else.
+                (locationWasEmpty, nothingBelowLocation, noLeafAbove) = (false, false, flags.2)
+                return
+            }
+            guard !location.isEmpty, !location.isLeaf else { return }
+            location = location.child(keys[index])
+            index += 1
+        }
+    }
+
     /// Whether this write sets a priority (its path ends in `.priority`).
     var isPriorityWrite: Bool { path.back?.isPriorityKey ?? false }
 

@@ -14,6 +14,8 @@ package import Tree
 package struct TreeLoader {
     private final class Entry {
         var leaf: LeafValue?
+        /// The text of a packed node (see ``Node/packedText``).
+        var packed: String?
         var priority: Priority?
         /// Children in the order first seen: byte order of their keys when rows come in path order.
         var children: [(key: ChildKey, entry: Entry)] = []
@@ -67,6 +69,11 @@ package struct TreeLoader {
                 throw TreeLoaderError(row: path, value: value, reason: "not a priority (a JSON number or string)")
             }
             entry.priority = priority
+        } else if value.utf8.first == UInt8(ascii: "{") {
+            guard Node.isPackedText(value) else {
+                throw TreeLoaderError(row: path, value: value, reason: "not the packed text of an object")
+            }
+            entry.packed = value
         } else {
             guard let leaf = StoredValue.leaf(from: value) else {
                 throw TreeLoaderError(row: path, value: value, reason: "not a JSON boolean, finite number or string")
@@ -97,6 +104,7 @@ package struct TreeLoader {
 
     private static func node(of entry: Entry) -> Node {
         if entry.children.isEmpty {
+            if let packed = entry.packed { return Node(packedObject: packed) }
             guard let leaf = entry.leaf else { return .empty }
             return Node(leaf, priority: entry.priority)
         }

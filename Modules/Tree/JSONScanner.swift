@@ -229,7 +229,7 @@ struct JSONScanner {
         output.append(contentsOf: UTF8.encode(scalar) ?? [])
     }
 
-    private mutating func number() throws(TreeError) -> Double {
+    mutating func number() throws(TreeError) -> Double {
         let start = position
         let negative = bytes[position] == UInt8(ascii: "-")
         if negative { position += 1 }

@@ -19,8 +19,17 @@ extension Node {
     public init(
         json: JSONValue, at path: Path = .root, existing: Node = .empty, serverValues: ServerValueContext? = nil
     ) throws(TreeError) {
+        try self.init(json: json, at: path, existing: existing, serverValues: serverValues, packing: false)
+    }
+
+    /// ``init(json:at:existing:serverValues:)``, holding small objects as their compact JSON text
+    /// when `packing` (see ``packedText``): what the server builds from what clients write.
+    package init(
+        json: JSONValue, at path: Path = .root, existing: Node = .empty, serverValues: ServerValueContext?,
+        packing: Bool
+    ) throws(TreeError) {
         try path.checkWritable()
-        var builder = NodeBuilder(serverValues: serverValues, depth: path.count, path: path)
+        var builder = NodeBuilder(serverValues: serverValues, packing: packing, depth: path.count, path: path)
         if path.back?.isPriorityKey == true {
             // `existing` is the priority's own node here (what the `.priority` pseudo-child reads).
             self = try builder.priority(json, existing).map { Node($0.leafValue) } ?? .empty
@@ -103,6 +112,7 @@ extension LeafValue {
 /// Walks JSON into a node, validating as it goes.
 private struct NodeBuilder {
     let serverValues: ServerValueContext?
+    let packing: Bool
     var depth: Int
     var path: Path
 
@@ -139,6 +149,9 @@ private struct NodeBuilder {
                 throw .invalidData(path: path.wireString, reason: "contains .sv beside other members")
             }
             return Node(try resolve(placeholder, existing: existing))
+        }
+        if packing, let text = PackedObject.text(of: members, depth: depth) {
+            return Node(packedObject: text)
         }
         let priority = try members[".priority"].flatMap { json throws(TreeError) in
             try self.priority(json, existing.priorityNode)

@@ -44,6 +44,10 @@ private struct JSONTextWriter {
             write(value)
             close("}", indent: indent)
         case .children(let storage):
+            if let packed = storage.packed, !pretty {
+                output += packed
+                return
+            }
             if !exportFormat, arrayAllowed, let last = Self.arrayLength(of: storage.children) {
                 writeArray(storage.children, length: last, indent: indent)
             } else {

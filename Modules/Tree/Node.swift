@@ -96,14 +96,16 @@ public struct Node: Sendable {
     }
 
     public var childCount: Int {
-        if case .children(let storage) = storage { return storage.children.count }
+        if case .children(let storage) = storage {
+            return storage.packed.map(PackedObject.count(of:)) ?? storage.children.count
+        }
         return 0
     }
 
     /// The child named `key` (``empty`` when absent); `.priority` reads the priority. O(log n).
     public func child(_ key: ChildKey) -> Node {
         if key.isPriorityKey { return priorityNode }
-        if case .children(let storage) = storage { return storage.children[key] ?? .empty }
+        if case .children(let storage) = storage { return storage.child(key) ?? .empty }
         return .empty
     }
 
@@ -112,7 +114,7 @@ public struct Node: Sendable {
         var node = self
         for key in path.components {
             if key.isPriorityKey { return node.priorityNode }
-            guard case .children(let storage) = node.storage, let next = storage.children[key] else { return .empty }
+            guard case .children(let storage) = node.storage, let next = storage.child(key) else { return .empty }
             node = next
         }
         return node
@@ -126,7 +128,7 @@ public struct Node: Sendable {
         if key.isPriorityKey { return withPriority(node.leafValue.flatMap(Priority.init(leaf:))) }
         switch storage {
         case .empty, .max, .leaf: return replacingChild(key, old: nil, with: node)
-        case .children(let storage): return replacingChild(key, old: storage.children[key], with: node)
+        case .children(let storage): return replacingChild(key, old: storage.child(key), with: node)
         }
     }
 
@@ -158,7 +160,7 @@ public struct Node: Sendable {
         guard case .children(let storage) = storage else {
             return replacingChild(front, old: nil, with: Node.empty.updating(at: rest, to: node))
         }
-        let old = storage.children[front]
+        let old = storage.child(front)
         return replacingChild(front, old: old, with: (old ?? .empty).updating(at: rest, to: node))
     }
 
@@ -253,6 +255,7 @@ extension Node: Equatable {
         case (.leaf(let a, let pa), .leaf(let b, let pb)): return a == b && pa == pb
         case (.children(let a), .children(let b)):
             if a === b { return true }
+            if let textA = a.packed, let textB = b.packed { return textA == textB }
             guard a.priority == b.priority, a.children.count == b.children.count else { return false }
             return zip(a.children, b.children).allSatisfy { $0.key == $1.key && $0.value == $1.value }
         default: return false
@@ -266,7 +269,10 @@ extension Node: Equatable {
 /// while the storage is uniquely referenced, so no other thread can see the change: that is what
 /// makes the `@unchecked Sendable` sound.
 @usableFromInline final class ChildrenStorage: @unchecked Sendable {
-    @exclusivity(unchecked) private(set) var children: ChildMap
+    @exclusivity(unchecked) private var map: ChildMap
+    /// The children as compact JSON text instead of ``map`` (see ``Node/init(packedObject:)``), until
+    /// they are changed in place.
+    private(set) var packed: String?
     let priority: Priority?
     /// How many children carry a priority; when none do, priority order is key order.
     private(set) var prioritizedChildren: Int
@@ -278,7 +284,8 @@ extension Node: Equatable {
     }
 
     init(children: ChildMap, priority: Priority?, prioritizedChildren: Int, indexes: [Index: BuiltIndex]) {
-        self.children = children
+        self.map = children
+        self.packed = nil
         self.priority = priority
         self.prioritizedChildren = prioritizedChildren
         self.cache = Mutex(Cache(hash: nil, indexes: indexes))
@@ -292,6 +299,27 @@ extension Node: Equatable {
             return true
         }
         self.init(children: children, priority: priority, prioritizedChildren: count, indexes: [:])
+    }
+
+    /// Storage for children held as the compact JSON text of an object (no priorities inside).
+    init(packed text: String) {
+        self.map = ChildMap(order: KeyOrder())
+        self.packed = text
+        self.priority = nil
+        self.prioritizedChildren = 0
+        self.cache = Mutex(Cache(hash: nil, indexes: [:]))
+    }
+
+    /// The children in key order; packed children are decoded on every read.
+    var children: ChildMap {
+        guard let packed else { return map }
+        return Node.unpacked(packed)
+    }
+
+    /// The child named `key`, if any: O(log n), or a scan of the packed text.
+    func child(_ key: ChildKey) -> Node? {
+        guard let packed else { return map[key] }
+        return PackedObject.child(key, in: packed)
     }
 
     var indexSnapshot: [Index: BuiltIndex] { cache.withLock { $0.indexes } }
@@ -328,10 +356,11 @@ extension Node: Equatable {
     /// ``canChangeInPlace``); `false` when there is no such child. A child left empty is removed,
     /// and the hash is computed anew.
     func modifyChild(_ key: ChildKey, _ body: (inout Node) -> Node.InPlaceChange) -> Bool {
+        unpackInPlace()
         var change: Node.InPlaceChange?
-        guard children.modifyValue(forKey: key, { change = body(&$0) }), let change else { return false }
+        guard map.modifyValue(forKey: key, { change = body(&$0) }), let change else { return false }
         prioritizedChildren += (change.hasPriority ? 1 : 0) - (change.hadPriority ? 1 : 0)
-        if change.isEmpty { children = children.removing(key) }
+        if change.isEmpty { map = map.removing(key) }
         cache.withLock { $0.hash = nil }
         return true
     }
@@ -339,9 +368,17 @@ extension Node: Equatable {
     /// Adds child `key`, which this storage does not have, in place (under the same conditions as
     /// ``modifyChild(_:_:)``).
     func insertChild(_ key: ChildKey, _ node: Node) {
-        children.insert(key, node)
+        unpackInPlace()
+        map.insert(key, node)
         if node.priority != nil { prioritizedChildren += 1 }
         cache.withLock { $0.hash = nil }
+    }
+
+    /// Turns packed children into a map, before a change in place.
+    private func unpackInPlace() {
+        guard let packed else { return }
+        map = Node.unpacked(packed)
+        self.packed = nil
     }
 
     func withPriority(_ priority: Priority?) -> ChildrenStorage {

@@ -61,7 +61,12 @@ import Tree
                     var writes = (0..<Int.random(in: 1...3, using: &generator.random)).map { _ in generator.write() }
                     for index in writes.indices {
                         // As the server marks its writes; every third step as a writer that knows nothing.
-                        if step % 3 != 0 { writes[index].learn(from: expected) }
+                        // Packed nodes are widened either way.
+                        if step % 3 != 0 {
+                            writes[index].learn(from: expected)
+                        } else {
+                            writes[index].widenToPackedAncestor(in: expected)
+                        }
                         expected = expected.updating(at: writes[index].path, to: writes[index].node)
                     }
                     let batch = writes
@@ -393,11 +398,12 @@ import Tree
                 try await storage.prepare()
                 #expect(
                     try await cluster.psql("SELECT string_agg(name, ',' ORDER BY name) FROM canopy_migrations")
-                        == "v1,v2,v3,v4")
+                        == "v1,v2,v3,v4,v5-packed-records")
                 try await cluster.psql("INSERT INTO canopy_migrations (name) VALUES ('v9-from-the-future')")
                 await #expect(
                     throws: PostgresStoreError.newerSchema(
-                        applied: ["v1", "v2", "v3", "v4", "v9-from-the-future"], known: ["v1", "v2", "v3", "v4"])
+                        applied: ["v1", "v2", "v3", "v4", "v5-packed-records", "v9-from-the-future"],
+                        known: ["v1", "v2", "v3", "v4", "v5-packed-records"])
                 ) {
                     try await storage.prepare()
                 }

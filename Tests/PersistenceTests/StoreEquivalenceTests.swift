@@ -18,7 +18,12 @@ struct StoreEquivalenceTests {
                 for index in writes.indices {
                     // As the server marks its writes, from the tree the writes before lead to; every
                     // third step unmarked, as a writer that knows nothing.
-                    if step % 3 != 0 { writes[index].learn(from: expected) }
+                    // Packed nodes are widened either way (one in two objects is packed).
+                    if step % 3 != 0 {
+                        writes[index].learn(from: expected)
+                    } else {
+                        writes[index].widenToPackedAncestor(in: expected)
+                    }
                     expected = expected.updating(at: writes[index].path, to: writes[index].node)
                 }
                 try sqlite.commit(writes)
@@ -110,7 +115,14 @@ struct StoredWriteGenerator {
         let children = (0..<Int.random(in: 1...3, using: &random)).map { _ in (key(), node(depth: depth - 1)) }
         var map = ChildMap(order: KeyOrder())
         for (key, child) in children where !child.isEmpty { map = map.inserting(key, child) }
-        return Node(map: map, priority: priority())
+        let built = Node(map: map, priority: priority())
+        // As the server builds what clients write: small objects packed where they can be.
+        guard Bool.random(using: &random),
+            let packed = try? Node(json: built.json(exportFormat: true), serverValues: nil, packing: true)
+        else {
+            return built
+        }
+        return packed
     }
 
     mutating func write() -> StoredWrite {

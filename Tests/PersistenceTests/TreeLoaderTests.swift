@@ -37,3 +37,50 @@ struct TreeLoaderTests {
         #expect(throws: TreeLoaderError.self) { try load([("a", "\"unterminated")]) }
     }
 }
+
+/// A packed node is one row holding its text, read back as the same packed node; a row that only
+/// looks like one is set aside as unreadable.
+struct PackedRowTests {
+    @Test func aPackedNodeIsOneRowAndLoadsAsTheSameNode() throws {
+        let record = try Node(
+            json: ["bio": "line\nfeed", "name": "ada", "score": 36, "tags": ["a": true]], serverValues: nil,
+            packing: true)
+        let text = try #require(record.packedText)
+        let operations = try RowPlan.operations(for: [
+            StoredWrite(path: "users/ada", node: record, locationWasEmpty: true, noLeafAbove: true)
+        ])
+        #expect(operations == [.upsert(path: "users/ada", text: text)])
+        var loader = TreeLoader()
+        try loader.add(path: "users/ada", value: text)
+        let loaded = loader.build().child(at: "users/ada")
+        #expect(loaded.packedText == text)
+        #expect(loaded == record)
+    }
+
+    @Test(arguments: [
+        "{not json", "{}", #"{"b":1,"a":2}"#, #"{"a": 1}"#, #"{"a":1.0}"#, #"{"0":1}"#, #"{".priority":1,"a":2}"#,
+    ])
+    func rowsThatAreNotPackedTextAreUnreadable(_ value: String) {
+        var loader = TreeLoader()
+        #expect(throws: TreeLoaderError.self) { try loader.add(path: "a", value: value) }
+    }
+
+    /// A write below a packed node becomes a write of the whole node, so that its row is replaced
+    /// rather than deleted with the node's other members.
+    @Test func aWriteInsideAPackedNodeRewritesTheNode() throws {
+        let record = try Node(json: ["name": "ada", "score": 36], serverValues: nil, packing: true)
+        let tree = Node.empty.updating(at: "users/ada", to: record)
+        var write = StoredWrite(path: "users/ada/score", node: Node(.number(37)))
+        write.learn(from: tree)
+        #expect(write.path == "users/ada")
+        #expect(write.node == (try Node(json: ["name": "ada", "score": 37])))
+        #expect(try RowPlan.operations(for: [write]).contains(.deleteRow("users/ada")))
+        var priority = StoredWrite(path: "users/ada/.priority", node: Node(.number(1)))
+        priority.learn(from: tree)
+        #expect(priority.path == "users/ada")
+        #expect(priority.node.priority == .number(1))
+        var beside = StoredWrite(path: "users/bob", node: Node(.number(1)))
+        beside.learn(from: tree)
+        #expect(beside.path == "users/bob")
+    }
+}

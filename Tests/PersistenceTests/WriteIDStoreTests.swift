@@ -113,6 +113,22 @@ struct WriteIDStoreTests {
         }
     }
 
+    /// A file a newer Canopy migrated (it may hold rows this build cannot read) is refused, saying
+    /// so, instead of having those rows set aside.
+    @Test func aFileOfANewerVersionIsRefused() async throws {
+        try await withStoreFile { file in
+            try SQLiteServerStore(path: file).close()
+            let newer = try DatabaseQueue(path: file)
+            try await newer.write { db in
+                try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v9-from-the-future')")
+            }
+            try newer.close()
+            let error = #expect(throws: StoreError.self) { try SQLiteServerStore(path: file) }
+            #expect(
+                "\(error.map { "\($0)" } ?? "")".contains("written by a newer Canopy"), "\(String(describing: error))")
+        }
+    }
+
     @Test func inMemoryKeepsWhatSQLiteKeeps() async throws {
         try await withStoreFile { file in
             let sqlite = try SQLiteServerStore(path: file)
