@@ -15,10 +15,12 @@ extension Database {
     }
 
     /// A multi-path update, returning once it is durable or was refused; see
-    /// ``update(_:json:as:reply:)``.
-    func update(_ path: Path, json: JSONValue, as caller: Caller) async -> WriteOutcome {
+    /// ``update(_:json:prepared:as:reply:)``.
+    func update(
+        _ path: Path, json: JSONValue, prepared: PreparedUpdate? = nil, as caller: Caller
+    ) async -> WriteOutcome {
         await withCheckedContinuation { continuation in
-            update(path, json: json, as: caller) { continuation.resume(returning: $0) }
+            update(path, json: json, prepared: prepared, as: caller) { continuation.resume(returning: $0) }
         }
     }
 }

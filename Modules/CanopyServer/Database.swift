@@ -310,17 +310,25 @@ actor Database {
 
     /// A multi-path update: each member of `json` is a path relative to `path`. Returns at once how
     /// it ended, as ``set(_:json:expectedHash:as:reply:)`` does.
+    ///
+    /// With `prepared` (``prepareUpdate(_:json:)`` of the same `path` and `json`), the nodes were
+    /// built before the call, off the actor.
     @discardableResult
     func update(
-        _ path: Path, json: JSONValue, as caller: Caller, reply: @escaping @Sendable (WriteOutcome) -> Void
+        _ path: Path, json: JSONValue, prepared: PreparedUpdate? = nil, as caller: Caller,
+        reply: @escaping @Sendable (WriteOutcome) -> Void
     ) -> AppliedWrites.Disposition {
         guard case .object(let members) = json else {
             return refuse(.invalidData("an update must be an object of paths and values"), reply: reply)
         }
-        let context = ServerValueContext(now: Self.now())
+        let context = prepared?.context ?? ServerValueContext(now: Self.now())
         var children: [(path: Path, node: Node)] = []
         do throws(TreeError) {
-            children = try newChildren(members, at: path, context: context)
+            switch prepared?.children {
+            case .success(let built): children = built
+            case .failure(let error): throw error
+            case nil: children = try newChildren(members, at: path, context: context)
+            }
         } catch {
             return refuse(.refused(error), reply: reply)
         }
@@ -341,10 +349,27 @@ actor Database {
         return .applied
     }
 
-    /// The node a set of `json` at `path` writes, server values resolved at `context.now`.
+    /// The members of a multi-path update as ``update(_:json:prepared:as:reply:)`` builds them, built
+    /// by the caller before it reaches the actor; `nil` when that needs the data (a member holds a
+    /// server value, resolved against the current value) or `json` is not an object. An import
+    /// sends updates of thousands of members: built beside the actor, the next one is ready while
+    /// the actor applies the one before.
+    nonisolated static func prepareUpdate(_ path: Path, json: JSONValue) -> PreparedUpdate? {
+        guard case .object(let members) = json, !json.containsServerValue else { return nil }
+        let context = ServerValueContext(now: now())
+        let children = Result { () throws(TreeError) in
+            try updateChildren(members, at: path) { absolute, value throws(TreeError) in
+                try Node(json: value, at: absolute, serverValues: context, packing: true)
+            }
+        }
+        return PreparedUpdate(context: context, children: children)
+    }
+
+    /// The node a set of `json` at `path` writes, server values resolved at `context.now`; small
+    /// objects are packed (see ``Node/packedText``), and the store keeps each as one row.
     func newNode(_ json: JSONValue, at path: Path, context: ServerValueContext) throws(TreeError) -> Node {
         let existing = json.containsServerValue ? root.child(at: path) : .empty
-        return try Node(json: json, at: path, existing: existing, serverValues: context)
+        return try Node(json: json, at: path, existing: existing, serverValues: context, packing: true)
     }
 
     /// The members of a multi-path update of `members` at `path` as nodes, as
@@ -354,7 +379,7 @@ actor Database {
     ) throws(TreeError) -> [(path: Path, node: Node)] {
         try Self.updateChildren(members, at: path) { absolute, value throws(TreeError) in
             let existing = value.containsServerValue ? root.child(at: absolute) : .empty
-            return try Node(json: value, at: absolute, existing: existing, serverValues: context)
+            return try Node(json: value, at: absolute, existing: existing, serverValues: context, packing: true)
         }
     }
 

@@ -35,12 +35,9 @@ extension RESTController {
                 Dictionary(uniqueKeysWithValues: node.children.map { ($0.key.string, JSONValue.bool(true)) }))
             return RESTResponse.json(value, status: .ok, headers: headers, rest: rest)
         }
-        if rest.parameters["print"] == "silent" { return Response(status: .noContent, headers: headers) }
-        let text = node.jsonText(
-            exportFormat: !shallow && rest.parameters["format"] == "export", arrayAtTop: params.loadsAllData,
-            pretty: rest.parameters["print"] == "pretty")
-        headers[.contentType] = "application/json; charset=utf-8"
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+        return RESTResponse.node(
+            node, status: .ok, headers: headers, rest: rest, arrayAtTop: params.loadsAllData,
+            exportFormat: !shallow && rest.parameters["format"] == "export")
     }
 
     /// `nil` when the write was not stored because the namespace moved to another process.
@@ -54,7 +51,8 @@ extension RESTController {
         let outcome: WriteOutcome
         switch method {
         case .patch:
-            outcome = await database.update(rest.path, json: json, as: caller)
+            let prepared = Database.prepareUpdate(rest.path, json: json)
+            outcome = await database.update(rest.path, json: json, prepared: prepared, as: caller)
         case .post:
             let id = database.pushIDs.next(now: Int64(Database.now()))
             answer = ["name": .string(id)]
@@ -67,7 +65,7 @@ extension RESTController {
         case .ok(let value):
             var headers = HTTPFields()
             if ifMatch != nil { headers[.eTag] = RESTResponse.etag(value) }
-            if method == .put { answer = value.json(exportFormat: rest.parameters["format"] == "export") }
+            if method == .put { return RESTResponse.node(value, status: .ok, headers: headers, rest: rest) }
             if method == .delete { answer = .null }
             return RESTResponse.json(answer, status: .ok, headers: headers, rest: rest)
         case .datastale(let current):
@@ -75,8 +73,7 @@ extension RESTController {
             headers[.eTag] = RESTResponse.etag(current)
             // The current value in the shape a GET gives (firebase-admin hands it to the next
             // transaction attempt in place of a fresh read).
-            let body = current.json(exportFormat: rest.parameters["format"] == "export")
-            return RESTResponse.json(body, status: .preconditionFailed, headers: headers, rest: rest)
+            return RESTResponse.node(current, status: .preconditionFailed, headers: headers, rest: rest)
         case .rejected(let error) where error == .permissionDenied:
             return RESTResponse.permissionDenied
         case .rejected(let error) where error.isMoved:

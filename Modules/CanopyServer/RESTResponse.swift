@@ -34,6 +34,23 @@ enum RESTResponse {
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 
+    /// `node` as JSON (``Node/jsonText(exportFormat:arrayAtTop:pretty:)``: no ``JSONValue`` built on
+    /// the way), or nothing with `print=silent`.
+    static func node(
+        _ node: Node, status: HTTPResponse.Status, headers: HTTPFields, rest: RESTRequest, arrayAtTop: Bool = true,
+        exportFormat: Bool? = nil
+    ) -> Response {
+        var headers = headers
+        if rest.parameters["print"] == "silent", status == .ok {
+            return Response(status: .noContent, headers: headers)
+        }
+        let text = node.jsonText(
+            exportFormat: exportFormat ?? (rest.parameters["format"] == "export"), arrayAtTop: arrayAtTop,
+            pretty: rest.parameters["print"] == "pretty")
+        headers[.contentType] = "application/json; charset=utf-8"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
     /// `status` with `{"error": message}`.
     static func error(_ status: HTTPResponse.Status, _ message: String) -> Response {
         var headers = HTTPFields()
