@@ -103,18 +103,20 @@ struct Import: AsyncParsableCommand {
         progress.finish(nil)
     }
 
-    /// Sends the chunker's writes in order, one in flight while the next is read; returns the
-    /// number of writes and the bytes sent.
+    /// Sends the chunker's writes in order; returns the number of writes and the bytes sent.
+    ///
+    /// Updates of distinct children of one location (a wide node's members) are independent, so up
+    /// to ``window`` of them are in flight at once: the server parses and applies one while it
+    /// stores the one before. Any other write waits until everything before it was answered.
     private static func send(
         _ chunker: inout ImportChunker, to rest: RESTClient, at location: Path, file: String, progress: Progress
     ) async throws(CLIError) -> (Int, Int) {
-        var inFlight: Task<Void, any Error>?
+        var inFlight: [(write: ImportChunker.Write, task: Task<Void, any Error>)] = []
         /// Writes the server acknowledged, and their bytes.
         var writes = 0
         var bytes = 0
-        func settle() async throws(CLIError) {
-            guard let task = inFlight else { return }
-            inFlight = nil
+        func settleFirst() async throws(CLIError) {
+            let task = inFlight.removeFirst().task
             do {
                 try await task.value
                 writes += 1
@@ -133,27 +135,35 @@ struct Import: AsyncParsableCommand {
                     throw CLIError.invalidInput("\(file): \(error)")
                 }
                 guard let write else { break }
-                try await settle()
+                while !inFlight.isEmpty,
+                    inFlight.count >= Self.window || !inFlight.allSatisfy({ write.isIndependent(of: $0.write) })
+                {
+                    try await settleFirst()
+                }
                 bytes += write.body.readableBytes
-                inFlight = Task { try await Self.perform(write, rest: rest, at: location) }
+                inFlight.append((write, Task { try await Self.perform(write, rest: rest, at: location) }))
             }
-            try await settle()
+            while !inFlight.isEmpty { try await settleFirst() }
         } catch {
             progress.finish(nil)
-            // A write in flight when the file turned out bad is let finish, to say what was written.
-            if let task = inFlight, (try? await task.value) != nil { writes += 1 }
+            // Writes in flight when the file turned out bad, or one failed, are let finish, to say
+            // what was written.
+            for (_, task) in inFlight where (try? await task.value) != nil { writes += 1 }
             let written = writes == 0 ? "nothing was written" : "\(location) holds part of the file"
             throw error.adding("the import stopped, \(written)")
         }
         return (writes, bytes)
     }
 
+    /// The most writes in flight at once (see ``send(_:to:at:file:progress:)``).
+    static let window = 3
+
     private static func perform(_ write: ImportChunker.Write, rest: RESTClient, at location: Path) async throws {
         let body = write.body
         switch write {
         case .put:
             _ = try await rest.answer(.PUT, .data(location), parameters: [("print", "silent")], body: body)
-        case .patch(let keys, _):
+        case .patch(let keys, _, _):
             let target = location.child(Path(keys: keys.map { ChildKey($0) }))
             _ = try await rest.answer(.PATCH, .data(target), parameters: [("print", "silent")], body: body)
         }

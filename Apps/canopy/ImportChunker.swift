@@ -28,13 +28,22 @@ struct ImportChunker {
     enum Write: Sendable {
         /// Replace the value at the import path.
         case put(body: ByteBuffer)
-        /// A multi-path update of the children of the location at `keys` below the import path.
-        case patch(keys: [String], body: ByteBuffer)
+        /// A multi-path update of the children of the location at `keys` below the import path;
+        /// `members` are the keys of those children.
+        case patch(keys: [String], members: Set<String>, body: ByteBuffer)
 
         var body: ByteBuffer {
             switch self {
-            case .put(let body), .patch(_, let body): body
+            case .put(let body), .patch(_, _, let body): body
             }
+        }
+
+        /// Whether this write may run while `other`, written before it, has not been answered:
+        /// updates of distinct children of one location, which no order between them changes.
+        func isIndependent(of other: Write) -> Bool {
+            guard case .patch(let keys, let members, _) = self, case .patch(let otherKeys, let otherMembers, _) = other
+            else { return false }
+            return keys == otherKeys && members.isDisjoint(with: otherMembers)
         }
     }
 
@@ -65,6 +74,8 @@ struct ImportChunker {
     private var updateKeys: [String]?
     /// The pending update's body so far (`{` and the members); empty when none is pending.
     private var updateBody: ByteBuffer
+    /// The keys of the pending update's members.
+    private var updateMembers: Set<String> = []
     private var ready: [Write] = []
     private var started = false
     private var finished = false
@@ -208,8 +219,10 @@ struct ImportChunker {
         }
         // Inside a gathered parent the text stays where it is; else it is a child of a split parent.
         guard !parent.isGathered else { return }
+        let member = frame.keys.last ?? ""
         if updateKeys == parent.keys, updateBody.readableBytes + gathered.readableBytes <= chunkBytes {
             // `{"key":{…}}` joins the pending update as `,"key":{…}`.
+            updateMembers.insert(member)
             updateBody.writeInteger(UInt8(ascii: ","))
             gathered.moveReaderIndex(forwardBy: 1)
             updateBody.writeBuffer(&gathered)
@@ -218,6 +231,7 @@ struct ImportChunker {
             flushUpdate()
             // The gathered text is already the update's body: it becomes it without a copy.
             updateKeys = parent.keys
+            updateMembers = [member]
             swap(&updateBody, &gathered)
         }
         if updateBody.readableBytes >= chunkBytes { flushUpdate() }
@@ -234,7 +248,8 @@ struct ImportChunker {
             // The gathered text starts `{"key":`: close it and it is the update of its parent.
             gathered.writeInteger(UInt8(ascii: "}"))
             flushUpdate()
-            ready.append(.patch(keys: frames[first - 1].keys, body: gathered))
+            ready.append(
+                .patch(keys: frames[first - 1].keys, members: [frames[first].keys.last ?? ""], body: gathered))
         }
         gathered = allocator.buffer(capacity: Self.initialCapacity)
         for index in first..<frames.count { frames[index].isGathered = false }
@@ -251,6 +266,7 @@ struct ImportChunker {
         }
         let separator = updateKeys == nil ? "{" : ","
         updateKeys = keys
+        updateMembers.insert(key)
         Self.writeMember(key, isArray: isArray, after: separator, to: &updateBody)
         reader.writeToken(to: &updateBody)
         if updateBody.readableBytes >= chunkBytes { flushUpdate() }
@@ -260,8 +276,9 @@ struct ImportChunker {
         guard let keys = updateKeys else { return }
         updateKeys = nil
         updateBody.writeInteger(UInt8(ascii: "}"))
-        ready.append(.patch(keys: keys, body: updateBody))
+        ready.append(.patch(keys: keys, members: updateMembers, body: updateBody))
         updateBody = allocator.buffer(capacity: Self.initialCapacity)
+        updateMembers = []
     }
 
     /// Writes `separator`, `key` as a JSON string, `:` and `suffix`, in one call (array indexes and

@@ -47,17 +47,33 @@ struct ImportChunkerTests {
             switch write {
             case .put:
                 node = try Node(jsonText: text)
-            case .patch(let keys, _):
+            case .patch(let keys, let names, _):
                 guard case .object(let members) = try JSONValue(parsing: text) else {
                     Issue.record("an update's body is not an object: \(text.prefix(100))")
                     continue
                 }
+                // What the import's window relies on to send updates side by side.
+                #expect(Set(members.keys) == names, "\(keys)")
                 for (key, value) in members {
                     node = node.updating(at: Path(keys: (keys + [key]).map { ChildKey($0) }), to: try Node(json: value))
                 }
             }
         }
         return node
+    }
+
+    /// Only updates of distinct children of one location may be in flight together: anything
+    /// else could land out of order (a child replaced after the update into it, a repeated key's
+    /// first value after its last).
+    @Test func onlyUpdatesOfDistinctChildrenOfOneLocationAreIndependent() {
+        let body = ByteBuffer(string: "{}")
+        let users = ImportChunker.Write.patch(keys: ["users"], members: ["a", "b"], body: body)
+        #expect(ImportChunker.Write.patch(keys: ["users"], members: ["c"], body: body).isIndependent(of: users))
+        #expect(!ImportChunker.Write.patch(keys: ["users"], members: ["b", "c"], body: body).isIndependent(of: users))
+        #expect(!ImportChunker.Write.patch(keys: ["users", "a"], members: ["x"], body: body).isIndependent(of: users))
+        #expect(!ImportChunker.Write.patch(keys: [], members: ["users"], body: body).isIndependent(of: users))
+        #expect(!ImportChunker.Write.put(body: body).isIndependent(of: users))
+        #expect(!users.isIndependent(of: .put(body: body)))
     }
 
     @Test func wideNodesAreCutWithoutCopyingTheirUpdates() throws {
