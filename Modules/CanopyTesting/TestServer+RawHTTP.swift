@@ -62,7 +62,7 @@ extension TestServer {
     /// connection or `timeout` passes. The client never closes its side first.
     /// With `until`, it also stops once the text received contains it (the connection left open).
     public func exchangeRaw(
-        _ bytes: [UInt8], timeout: Duration = .seconds(10), until marker: String? = nil
+        _ bytes: [UInt8], timeout: Duration = .seconds(30), until marker: String? = nil
     ) async throws -> RawHTTPExchange {
         let port = port
         return try await withCheckedThrowingContinuation { continuation in
@@ -75,7 +75,7 @@ extension TestServer {
 
     /// ``exchangeRaw(_:timeout:until:)`` with text.
     public func exchangeRaw(
-        _ text: String, timeout: Duration = .seconds(10), until marker: String? = nil
+        _ text: String, timeout: Duration = .seconds(30), until marker: String? = nil
     ) async throws -> RawHTTPExchange {
         try await exchangeRaw(Array(text.utf8), timeout: timeout, until: marker)
     }
