@@ -80,6 +80,17 @@ struct ImportChunker {
     private var started = false
     private var finished = false
 
+    /// Whether gathered text was cut into a write yet.
+    private var splitOnce = false
+
+    /// The most text gathered before it is written. The first cut comes sooner: that write (a set
+    /// of the import path) must be answered before any other starts, while the updates after it
+    /// can be in flight together (see ``Write/isIndependent(of:)``).
+    private var gatherLimit: Int { splitOnce ? chunkBytes : min(chunkBytes, Self.firstWriteBytes) }
+
+    /// The most text of the first write cut from gathered text.
+    static let firstWriteBytes = 256 * 1024
+
     /// A new buffer's capacity: it grows by doubling as text is appended.
     private static let initialCapacity = 1024
 
@@ -164,7 +175,7 @@ struct ImportChunker {
             guard emit else { return }
             // A value that would take the gathered text past the chunk size is written on its own:
             // no request is much over `chunkBytes` unless one value is.
-            if frame.isGathered, gathered.readableBytes + reader.tokenLength > chunkBytes { splitGathered() }
+            if frame.isGathered, gathered.readableBytes + reader.tokenLength > gatherLimit { splitGathered() }
             if frames[frames.count - 1].isGathered {
                 Self.writeMember(key, isArray: frame.isArray, after: frame.count > 0 ? "," : "", to: &gathered)
                 reader.writeToken(to: &gathered)
@@ -241,6 +252,7 @@ struct ImportChunker {
     /// write its further children one by one.
     private mutating func splitGathered() {
         guard let first = frames.firstIndex(where: \.isGathered) else { return }
+        splitOnce = true
         gathered.writeRepeatingByte(UInt8(ascii: "}"), count: frames.count - first)
         if first == 0 {
             ready.append(.put(body: gathered))

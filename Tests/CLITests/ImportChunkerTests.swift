@@ -76,6 +76,29 @@ struct ImportChunkerTests {
         #expect(!users.isIndependent(of: .put(body: body)))
     }
 
+    /// The set that replaces the import path is cut small, so that the updates after it, which
+    /// wait for it, can run side by side sooner; they still come in chunks of `chunkBytes`.
+    @Test func theFirstWriteIsCutSoonerThanTheRest() throws {
+        let text = Self.wideNode(children: 20000)
+        let chunkBytes = 1 << 20
+        let writes = try text.utf8.withContiguousStorageIfAvailable { bytes in
+            let reader = JSONStreamReader(bytes: UnsafeRawBufferPointer(bytes))
+            var chunker = ImportChunker(reader: reader, basePath: "import", chunkBytes: chunkBytes, merge: false)
+            var writes: [ImportChunker.Write] = []
+            while let write = try chunker.next() { writes.append(write) }
+            return writes
+        }
+        let all = try #require(writes)
+        #expect(text.utf8.count > 2 * chunkBytes)
+        guard case .put(let first) = all.first else {
+            Issue.record("the first write is not a set")
+            return
+        }
+        #expect(first.readableBytes <= ImportChunker.firstWriteBytes + 1024)
+        #expect(all.dropFirst().contains { $0.body.readableBytes > chunkBytes / 2 })
+        #expect(try Self.apply(all) == Node(jsonText: text))
+    }
+
     @Test func wideNodesAreCutWithoutCopyingTheirUpdates() throws {
         let chunkBytes = 16 * 1024
         let shapes = [
