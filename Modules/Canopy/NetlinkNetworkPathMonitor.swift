@@ -38,6 +38,7 @@ public final class NetlinkNetworkPathMonitor: NetworkPathMonitor {
         continuation.onTermination = { [self] _ in endWatch(id) }
         let refused = state.withLock { state -> (NetlinkError, [AsyncStream<NetworkPathStatus>.Continuation])? in
             state.watches[id] = continuation
+            // Nothing waits on the stream yet: this yield resumes no task.
             if let status = state.status { continuation.yield(status) }
             guard state.watcher == nil else { return nil }
             state.generation += 1
@@ -63,12 +64,17 @@ public final class NetlinkNetworkPathMonitor: NetworkPathMonitor {
     /// How many watcher threads have not ended yet (tests check that a stopped watch leaves none).
     var runningThreads: Int { state.withLock { $0.runningThreads } }
 
+    /// Yields outside the lock: a yield may resume the watch's task, which takes that task's
+    /// status lock, while a cancellation of the task holds it and calls ``endWatch(_:)`` (the two
+    /// threads waited for each other in a test run). Reports come from the one watcher thread, so
+    /// they stay in order.
     private func report(_ status: NetworkPathStatus, from generation: Int) {
-        state.withLock { state in
-            guard generation == state.generation, state.watcher != nil, status != state.status else { return }
+        let watches = state.withLock { state -> [AsyncStream<NetworkPathStatus>.Continuation] in
+            guard generation == state.generation, state.watcher != nil, status != state.status else { return [] }
             state.status = status
-            for watch in state.watches.values { watch.yield(status) }
+            return Array(state.watches.values)
         }
+        for watch in watches { watch.yield(status) }
     }
 
     private func endWatch(_ id: UUID) {

@@ -32,7 +32,8 @@ public enum NetworkPathStatus: Sendable, Equatable {
 ///     }
 ///
 ///     func reachabilityChanged(reachable: Bool) {
-///         watches.withLock { $0.forEach { $0.yield(reachable ? .satisfied : .unsatisfied) } }
+///         // Yield outside the lock: a yield may resume a task whose cancellation waits for it.
+///         for watch in watches.withLock({ $0 }) { watch.yield(reachable ? .satisfied : .unsatisfied) }
 ///     }
 /// }
 /// database.networkPathMonitor = AppReachability()
