@@ -10,11 +10,14 @@ same bytes. Two shapes:
 - `wide`: one node with --children small children, as a Firebase export's `users/`:
   `{"users": {"u0000000": {"bio": <200 bytes>, "name": "user 0", "score": 0}, ...}}` (SIZE_MB is
   ignored).
- Starts canopy-server on a free port with its data in a temporary folder,
+
+Starts canopy-server on a free port with its data in a temporary folder,
 imports the file with `canopy import`, exports it again with `canopy export`, and samples each
 `canopy` process's memory from /proc every 10 ms: the peak resident set (VmHWM) and the peak of
 its anonymous part (RssAnon), which is what a streaming import or export must keep flat. Then
-compares the two files with `cmp`.
+restarts the server on the same folder and times the first read (which loads the namespace), says
+how much memory the server holds for the data before and after the restart, and compares the two
+files with `cmp`.
 
     Tools/cli-roundtrip.py [SIZE_MB] [--shape records|wide] [--children N] [--bin DIR] [--keep]
 
@@ -117,6 +120,30 @@ def memory_kb(pid):
         return None
 
 
+def resident_kb(pid):
+    """VmRSS of a running process, in kB."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def start_server(binary, data):
+    """Starts canopy-server on a free port with `data` as its folder; returns it and its URL once it answers."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen([binary, "--port", str(port), "--data", data, "--log-level", "error"])
+    for _ in range(200):
+        try:
+            urllib.request.urlopen(f"{url}/health", timeout=1)
+            return server, url
+        except OSError:
+            time.sleep(0.05)
+    server.terminate()
+    sys.exit("cli-roundtrip: canopy-server did not answer /health")
+
+
 def cpu_seconds(pid):
     """User and system CPU time of a running process, in seconds."""
     with open(f"/proc/{pid}/stat") as stat:
@@ -181,18 +208,8 @@ def main():
             size = generate_wide(source, options.children)
         else:
             size = generate(source, options.size_mb)
-        port = free_port()
-        url = f"http://127.0.0.1:{port}"
-        server = subprocess.Popen(
-            [server_binary, "--port", str(port), "--data", os.path.join(folder, "data"), "--log-level", "error"])
-        for _ in range(200):
-            try:
-                urllib.request.urlopen(f"{url}/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.05)
-        else:
-            sys.exit("cli-roundtrip: canopy-server did not answer /health")
+        server, url = start_server(server_binary, os.path.join(folder, "data"))
+        idle = resident_kb(server.pid)
 
         say(f"importing into {url}/roundtrip")
         server_cpu = cpu_seconds(server.pid)
@@ -207,6 +224,16 @@ def main():
         exported_figures += (cpu_seconds(server.pid) - server_cpu,)
         say(describe("export", size, exported_figures))
         server_memory = memory_kb(server.pid)
+        held = resident_kb(server.pid)
+
+        say("restarting the server on the same folder")
+        server.terminate()
+        server.wait()
+        server, url = start_server(server_binary, os.path.join(folder, "data"))
+        started = time.monotonic()
+        urllib.request.urlopen(f"{url}/roundtrip.json?shallow=true", timeout=600).read()
+        first_read = time.monotonic() - started
+        loaded = resident_kb(server.pid)
 
         same = subprocess.run(["cmp", source, exported]).returncode == 0
         print(f"file: {size / 1e6:.1f} MB; export {os.path.getsize(exported) / 1e6:.1f} MB, "
@@ -215,6 +242,10 @@ def main():
         print(describe("export", size, exported_figures))
         if server_memory:
             print(f"server: peak RSS {server_memory[0] / 1024:.0f} MB (it holds the whole tree)")
+        print(f"server: {held / 1024:.0f} MB resident after the export, {(held - idle) * 1024 / size:.2f} times "
+              f"the JSON above the {idle / 1024:.0f} MB of a server holding nothing; after a restart, the first "
+              f"read took {first_read:.2f} s and left {loaded / 1024:.0f} MB resident "
+              f"({(loaded - idle) * 1024 / size:.2f} times the JSON)")
         return 0 if same else 1
     finally:
         if server is not None:
