@@ -56,32 +56,39 @@ public struct StoredWrite: Sendable, Equatable {
     /// root.update(at: write.path, to: write.node)
     /// ```
     public mutating func learn(from stored: Node) {
-        let keys = path.components
-        var location = stored
-        var index = keys.startIndex
-        // One walk down the path: it widens a write inside a packed node, and finds what is there.
-        while index < keys.endIndex {
-            if location.packedText != nil {
-                widen(to: index, of: location)
-                return
-            }
-            if location.isEmpty || location.leafValue != nil { break }
-            location = location.child(keys[index])
-            index += 1
+        let (location, index) = walkDown(stored)
+        if index < path.components.endIndex, location.packedText != nil {
+            widen(to: index, of: location)
+            return
         }
         guard !isPriorityWrite else { return }
-        let leafAbove = index < keys.endIndex && location.leafValue != nil
-        if index < keys.endIndex { location = .empty }
-        locationWasEmpty = location.isEmpty
-        nothingBelowLocation = location.isEmpty || (location.leafValue != nil && location.priority == nil)
+        let leafAbove = index < path.components.endIndex && location.leafValue != nil
+        let found = index < path.components.endIndex ? Node.empty : location
+        locationWasEmpty = found.isEmpty
+        nothingBelowLocation = found.isEmpty || (found.leafValue != nil && found.priority == nil)
         noLeafAbove = !leafAbove
     }
 
-    /// Makes this write one of the packed node `packed`, found at the first `keys` of ``path``.
-    private mutating func widen(to keys: Int, of packed: Node) {
+    /// Walks down ``path`` in `stored` as far as it goes: to the location, or to the first node on
+    /// the way that is empty, a leaf or packed. Returns that node and the index in ``path``'s
+    /// components of the first key not walked.
+    private func walkDown(_ stored: Node) -> (node: Node, index: Int) {
+        let keys = path.components
+        var location = stored
+        var index = keys.startIndex
+        while index < keys.endIndex, location.packedText == nil, !location.isEmpty, location.leafValue == nil {
+            location = location.child(keys[index])
+            index += 1
+        }
+        return (location, index)
+    }
+
+    /// Makes this write one of the packed node `packed`, found at ``path``'s components before
+    /// `index`.
+    private mutating func widen(to index: Int, of packed: Node) {
         let components = path.components
-        node = packed.updating(at: Path(keys: components[keys...]), to: node)
-        path = Path(keys: components[..<keys])
+        node = packed.updating(at: Path(keys: components[index...]), to: node)
+        path = Path(keys: components[..<index])
         // The packed node is replaced whole, and the walk down to it met no leaf.
         locationWasEmpty = false
         nothingBelowLocation = false
@@ -96,21 +103,12 @@ extension StoredWrite {
     /// tree holding packed nodes calls this (``learn(from:)`` does) and applies the write as it
     /// then stands.
     public mutating func widenToPackedAncestor(in stored: Node) {
-        let keys = path.components
-        var location = stored
-        var index = keys.startIndex
-        while index < keys.endIndex {
-            if location.packedText != nil {
-                let flags = (locationWasEmpty, nothingBelowLocation, noLeafAbove)
-                widen(to: index, of: location)
-                // Only what the writer knew before: this walk learns nothing else.
-                (locationWasEmpty, nothingBelowLocation, noLeafAbove) = (false, false, flags.2)
-                return
-            }
-            guard !location.isEmpty, !location.isLeaf else { return }
-            location = location.child(keys[index])
-            index += 1
-        }
+        let (location, index) = walkDown(stored)
+        guard index < path.components.endIndex, location.packedText != nil else { return }
+        // Only what the writer knew before: this walk learns nothing else.
+        let knewNoLeafAbove = noLeafAbove
+        widen(to: index, of: location)
+        noLeafAbove = knewNoLeafAbove
     }
 
     /// Whether this write sets a priority (its path ends in `.priority`).

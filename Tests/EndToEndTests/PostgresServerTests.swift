@@ -149,11 +149,12 @@ import Tree
                 try await client.put("users/ada", ["name": "Ada", "age": 36])
                 try await client.requestOK(.merge(path: "users", data: ["bob": ["name": "Bob"], "ada/age": 37]))
                 try await client.put("users/ada/.priority", 5)
-                // Acknowledged means committed: PostgreSQL holds every row now.
+                // Acknowledged means committed: PostgreSQL holds every row now. Bob's record is one
+                // packed row; Ada's was until a write went inside it.
                 #expect(
                     try await cluster.psql(
                         "SELECT string_agg(path || '=' || value, ' ' ORDER BY path) FROM canopy_nodes")
-                        == #"users/ada/.priority=5 users/ada/age=37 users/ada/name="Ada" users/bob/name="Bob""#)
+                        == #"users/ada/.priority=5 users/ada/age=37 users/ada/name="Ada" users/bob={"name":"Bob"}"#)
                 let rules = try await server.http(
                     .PUT, "/.settings/rules.json?ns=kept", headers: [("Authorization", "Bearer owner")],
                     body: #"{"rules": {".read": true, ".write": true}}"#)

@@ -118,7 +118,7 @@ import Tree
             try await PostgresServerStoreTests.withStorage(cluster) { storage in
                 #expect(
                     try await cluster.psql("SELECT string_agg(name, ',' ORDER BY name) FROM canopy_migrations")
-                        == "v1,v2,v3,v4")
+                        == "v1,v2,v3,v4,v5-packed-records")
                 let store = try await Self.blocking { try storage.open("old") }
                 #expect(store.epoch == 4)
                 #expect(
