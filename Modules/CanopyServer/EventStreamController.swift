@@ -29,10 +29,17 @@ struct EventStreamController: Sendable {
         _ rest: RESTRequest, caller: Caller, until expiresAt: Date?, lease: DatabaseLease, channel: any Channel
     ) async -> Response {
         let database = lease.database
+        // Watched from the start: a client that leaves while its stream is being registered closes
+        // its input once, before anything else would see it.
+        let departure = ClientDeparture()
+        let inputClosed = InputClosedHandler { departure.left() }
+        channel.closeFuture.whenComplete { _ in departure.left() }
+        try? await channel.pipeline.addHandler(inputClosed, position: .first).get()
         let params: QueryParams
         do {
             params = try QueryParams(restParameters: rest.parameters)
         } catch {
+            channel.pipeline.removeHandler(inputClosed, promise: nil)
             lease.release()
             return RESTResponse.error(.badRequest, error.description)
         }
@@ -49,6 +56,7 @@ struct EventStreamController: Sendable {
         }
         let allowed = await database.listenAndCount(subscriber, path: rest.path, params: params, caller: caller)
         guard allowed else {
+            channel.pipeline.removeHandler(inputClosed, promise: nil)
             lease.release()
             return RESTResponse.permissionDenied
         }
@@ -67,9 +75,7 @@ struct EventStreamController: Sendable {
         }
         // The body may never run (the client left before the headers went out), and a stream
         // waiting for its next event notices no close by itself.
-        let inputClosed = InputClosedHandler { end.run() }
-        channel.closeFuture.whenComplete { _ in end.run() }
-        try? await channel.pipeline.addHandler(inputClosed, position: .first).get()
+        departure.whenLeft(end)
         var headers = HTTPFields()
         headers[.contentType] = "text/event-stream; charset=utf-8"
         headers[.cacheControl] = "no-cache"
