@@ -699,7 +699,8 @@ class Check:
                          "sim-claims": json.dumps(auth) if isinstance(auth, dict) else "",
                          "sim-data": json.dumps(data), "sim-draft": draft})
         form.find_element(By.CSS_SELECTOR, '[data-action="simulate"]').click()
-        self.wait(lambda: self.js("return arguments[0].dataset.runs", result) != runs, "the simulator's verdict")
+        # Before its first verdict the result has no runs at all: read that as "0", as `runs` is.
+        self.wait(lambda: self.js("return arguments[0].dataset.runs || '0'", result) != runs, "the simulator's verdict")
         return result
 
     def set_rules(self, server, rules, ns=None):
