@@ -60,7 +60,8 @@ enum PackedObject {
             guard output.utf8.count <= maxBytes else { return false }
         }
         output += "}"
-        return true
+        // The closing brace counts too: a longer text would be refused when a store loads it.
+        return output.utf8.count <= maxBytes
     }
 
     /// The children `text` packs, in key order.
