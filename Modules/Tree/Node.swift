@@ -255,7 +255,8 @@ extension Node: Equatable {
         case (.leaf(let a, let pa), .leaf(let b, let pb)): return a == b && pa == pb
         case (.children(let a), .children(let b)):
             if a === b { return true }
-            if let textA = a.packed, let textB = b.packed { return textA == textB }
+            // By bytes: keys that differ only in Unicode normalization are different keys.
+            if let textA = a.packed, let textB = b.packed { return textA.utf8.elementsEqual(textB.utf8) }
             guard a.priority == b.priority, a.children.count == b.children.count else { return false }
             return zip(a.children, b.children).allSatisfy { $0.key == $1.key && $0.value == $1.value }
         default: return false

@@ -207,6 +207,6 @@ extension Node {
         else {
             return false
         }
-        return PackedObject.text(of: members, depth: 0) == text
+        return PackedObject.text(of: members, depth: 0)?.utf8.elementsEqual(text.utf8) == true
     }
 }

@@ -58,6 +58,15 @@ struct PackedObjectTests {
         }
     }
 
+    /// Keys that differ only in Unicode normalization are different keys, packed or not.
+    @Test func packedTextsAreComparedByTheirBytes() throws {
+        let composed = try Node(json: ["\u{e9}": 1], serverValues: nil, packing: true)
+        let decomposed = try Node(json: ["e\u{301}": 1], serverValues: nil, packing: true)
+        #expect(composed.packedText != nil && decomposed.packedText != nil)
+        #expect(composed != decomposed)
+        #expect(try Node(json: ["\u{e9}": 1]) != Node(json: ["e\u{301}": 1]))
+    }
+
     /// Invalid data is refused with the same error whether or not it would have been packed.
     @Test func invalidMembersAreRefusedAsWithoutPacking() throws {
         let bad = try JSONValue(parsing: #"{"a.b": 1, "c": 2}"#)
