@@ -56,7 +56,7 @@ import urllib.parse
 import urllib.request
 
 from selenium import webdriver
-from selenium.common.exceptions import NoAlertPresentException, TimeoutException
+from selenium.common.exceptions import NoAlertPresentException, StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
@@ -225,6 +225,18 @@ class Check:
         return self.wait(lambda: self.driver.find_elements(
             By.CSS_SELECTOR, f'.row[data-path="{css(path)}"] {selector}'), f"the editor of {path}")[0]
 
+    def click_page_action(self, action):
+        """Clicks the page's `data-action` button, finding it again if the page re-rendered it meanwhile."""
+
+        def clicked():
+            try:
+                self.driver.find_element(By.CSS_SELECTOR, f'[data-action="{action}"]').click()
+                return True
+            except StaleElementReferenceException:
+                return False
+
+        self.wait(clicked, f"the {action} button to take a click")
+
     def dialog(self):
         return self.wait(lambda: self.visible_dialog(), "a dialog")
 
@@ -379,7 +391,7 @@ class Check:
         self.dev.request("PUT", "/", SEED)
         self.open(self.dev, "/users")
         self.wait_tree()
-        self.driver.find_element(By.CSS_SELECTOR, '[data-action="toggle-query"]').click()
+        self.click_page_action("toggle-query")
         bar = self.wait(lambda: self.driver.find_element(By.CSS_SELECTOR, "form.query-bar"), "the query bar")
         bar.find_element(By.NAME, "by").send_keys("child")
         bar.find_element(By.NAME, "child").send_keys("born")
@@ -440,7 +452,7 @@ class Check:
         self.dev.request("PUT", "/transfer/placeholder", True)
         self.open(self.dev, "/transfer")
         self.wait_tree()
-        self.driver.find_element(By.CSS_SELECTOR, '[data-action="import-here"]').click()
+        self.click_page_action("import-here")
         dialog = self.dialog()
         dialog.find_element(By.NAME, "file").send_keys(source)
         self.press(dialog, "import")
@@ -454,7 +466,7 @@ class Check:
         target = os.path.join(self.downloads, name)
         if os.path.exists(target):
             os.remove(target)
-        self.driver.find_element(By.CSS_SELECTOR, '[data-action="export-here"]').click()
+        self.click_page_action("export-here")
 
         def downloaded():
             names = os.listdir(self.downloads)
@@ -513,7 +525,7 @@ class Check:
             peak_rows = max(peak_rows, int(state("rows")))
         assert self.first_key() < first_after_down
         # The last children, and a key in the middle.
-        self.driver.find_element(By.CSS_SELECTOR, '[data-action="last-page"]').click()
+        self.click_page_action("last-page")
         last_key = f"k{children - 1:07d}"
         self.wait(lambda: self.row(f"/big/{last_key}") is not None and state("at-end") == "true", "the last page")
         jump = self.driver.find_element(By.CSS_SELECTOR, ".jump-key")
@@ -565,7 +577,7 @@ class Check:
                   "the rules to load")
         bad = '{\n  "rules": {\n    ".read": "auth != null &&",\n    ".write": true\n  }\n}'
         self.js("arguments[0].value = arguments[1]; arguments[0].dispatchEvent(new Event('input'))", area, bad)
-        self.driver.find_element(By.CSS_SELECTOR, '[data-action="save-rules"]').click()
+        self.click_page_action("save-rules")
         status = self.driver.find_element(By.CSS_SELECTOR, ".rules-status")
         self.wait(lambda: status.get_attribute("data-line"), "the refusal's line")
         assert status.get_attribute("data-line") == "3", status.get_attribute("data-line")
@@ -575,7 +587,7 @@ class Check:
         good = ('{\n  // Everyone reads; writes need a signed-in user.\n  "rules": {\n    ".read": true,\n'
                 '    ".write": "auth != null",\n    "users": { ".indexOn": ["born"] }\n  }\n}')
         self.js("arguments[0].value = arguments[1]; arguments[0].dispatchEvent(new Event('input'))", area, good)
-        self.driver.find_element(By.CSS_SELECTOR, '[data-action="save-rules"]').click()
+        self.click_page_action("save-rules")
         self.wait(lambda: "Saved" in status.text, "the rules to be saved")
         with urllib.request.urlopen(urllib.request.Request(
                 f"{self.dev.url}/.settings/rules.json", headers={"Authorization": "Bearer owner"})) as answer:
@@ -624,7 +636,7 @@ class Check:
             out.write(exact)
         self.open(self.secret, "/parts")
         self.wait_tree()
-        self.driver.find_element(By.CSS_SELECTOR, '[data-action="import-here"]').click()
+        self.click_page_action("import-here")
         dialog = self.dialog()
         dialog.find_element(By.NAME, "file").send_keys(source)
         self.press(dialog, "import")
@@ -672,7 +684,7 @@ class Check:
         self.wait(lambda: self.driver.find_elements(By.CSS_SELECTOR, ".rules-simulator form"), "the simulator")
         status = self.driver.find_element(By.CSS_SELECTOR, ".log-status")
         self.wait(lambda: "admin credential" in status.text, "the log's refusal")
-        self.driver.find_element(By.CSS_SELECTOR, '[data-action="simulate"]').click()
+        self.click_page_action("simulate")
         result = self.driver.find_element(By.CSS_SELECTOR, ".sim-result")
         self.wait(lambda: result.get_attribute("data-verdict") == "error", "the simulator's refusal")
         assert "admin credential" in result.text, result.text

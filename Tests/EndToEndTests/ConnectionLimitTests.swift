@@ -88,8 +88,15 @@ import Tree
                 try await writer.put("hot", ["n": .number(Double(index)), "blob": big])
                 if await server.waitForOpenConnections(1, timeout: .zero) { break }
             }
-            #expect(await server.waitForOpenConnections(1, timeout: .seconds(20)), "the stalled stream is still open")
-            #expect((server.metric(#"canopy_limit_trips_total{limit="pending_outbound_bytes"}"#) ?? 0) >= 1)
+            let trips = #"canopy_limit_trips_total{limit="pending_outbound_bytes"}"#
+            let closed = await server.waitForOpenConnections(1, timeout: .seconds(20))
+            #expect(
+                closed,
+                Comment(
+                    rawValue: "the stalled stream is still open: connections \(server.openConnections ?? -1), "
+                        + "listeners \(server.metric("canopy_listeners_active") ?? -1), "
+                        + "trips \(server.metric(trips) ?? -1)"))
+            #expect((server.metric(trips) ?? 0) >= 1)
             #expect(server.metric("canopy_listeners_active") == 0)
             try await writer.put("after", 1)
             await writer.close()
