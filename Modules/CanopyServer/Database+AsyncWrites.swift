@@ -23,4 +23,12 @@ extension Database {
             update(path, json: json, prepared: prepared, as: caller) { continuation.resume(returning: $0) }
         }
     }
+
+    /// A multi-path update of members already built, returning once it is durable or was refused;
+    /// see ``update(_:prepared:as:reply:)``.
+    func update(_ path: Path, prepared: PreparedUpdate, as caller: Caller) async -> WriteOutcome {
+        await withCheckedContinuation { continuation in
+            update(path, prepared: prepared, as: caller) { continuation.resume(returning: $0) }
+        }
+    }
 }

@@ -318,19 +318,26 @@ actor Database {
         _ path: Path, json: JSONValue, prepared: PreparedUpdate? = nil, as caller: Caller,
         reply: @escaping @Sendable (WriteOutcome) -> Void
     ) -> AppliedWrites.Disposition {
+        if let prepared { return update(path, prepared: prepared, as: caller, reply: reply) }
         guard case .object(let members) = json else {
             return refuse(.invalidData("an update must be an object of paths and values"), reply: reply)
         }
-        let context = prepared?.context ?? ServerValueContext(now: Self.now())
-        var children: [(path: Path, node: Node)] = []
-        do throws(TreeError) {
-            switch prepared?.children {
-            case .success(let built): children = built
-            case .failure(let error): throw error
-            case nil: children = try newChildren(members, at: path, context: context)
-            }
-        } catch {
-            return refuse(.refused(error), reply: reply)
+        let context = ServerValueContext(now: Self.now())
+        let children = Result { () throws(TreeError) in try newChildren(members, at: path, context: context) }
+        return update(path, prepared: PreparedUpdate(context: context, children: children), as: caller, reply: reply)
+    }
+
+    /// A multi-path update whose members were built into nodes (``prepareUpdate(_:json:)``,
+    /// ``prepareUpdate(_:body:)``), or the reason they could not be.
+    @discardableResult
+    func update(
+        _ path: Path, prepared: PreparedUpdate, as caller: Caller, reply: @escaping @Sendable (WriteOutcome) -> Void
+    ) -> AppliedWrites.Disposition {
+        let context = prepared.context
+        let children: [(path: Path, node: Node)]
+        switch prepared.children {
+        case .success(let built): children = built
+        case .failure(let error): return refuse(.refused(error), reply: reply)
         }
         if let refusal = refuseWhileRecovering() {
             return refuseNow(refusal, reply: reply)
@@ -365,6 +372,30 @@ actor Database {
         return PreparedUpdate(context: context, children: children)
     }
 
+    /// The members of the multi-path update `body` holds (its JSON text) as nodes, when they can
+    /// all be built without parsing the whole body into a ``JSONValue`` first: records already
+    /// written as the server writes them (an export read back) are taken as they stand
+    /// (``Node/init(canonicalPackedJSON:depth:)``), other members parsed one by one. `nil` when the
+    /// body is not valid JSON, not an object, holds a server value or a name twice, or a member is
+    /// refused: ``prepareUpdate(_:json:)`` of the parsed body then builds it, and says what is wrong.
+    nonisolated static func prepareUpdate(_ path: Path, body: UnsafeBufferPointer<UInt8>) -> PreparedUpdate? {
+        guard let object = JSONObjectMembers(body) else { return nil }
+        let context = ServerValueContext(now: now())
+        let members = object.members.lazy.map { (key: $0.name, value: $0.value) }
+        let children = try? updateChildren(members, at: path) { absolute, range throws(TreeError) in
+            let bytes = UnsafeBufferPointer(rebasing: body[range])
+            let isPriority = absolute.back?.isPriorityKey == true
+            if !isPriority, let node = Node(canonicalPackedJSON: bytes, depth: absolute.count) { return node }
+            let json = try JSONObjectMembers.parseValue(bytes)
+            // Resolved against the data, on the actor: the parsed body is built there instead.
+            guard !json.containsServerValue else {
+                throw .invalidData(path: absolute.wireString, reason: "holds a server value")
+            }
+            return try Node(json: json, at: absolute, serverValues: context, packing: true)
+        }
+        return children.map { PreparedUpdate(context: context, children: .success($0)) }
+    }
+
     /// The node a set of `json` at `path` writes, server values resolved at `context.now`; small
     /// objects are packed (see ``Node/packedText``), and the store keeps each as one row.
     func newNode(_ json: JSONValue, at path: Path, context: ServerValueContext) throws(TreeError) -> Node {
@@ -394,6 +425,10 @@ actor Database {
         let old = listeners.hasListeners(below: path) ? root : nil
         var writes = writes
         let deliveries = IndexRetention.$current.withValue(indexRetention) {
+            if old == nil, let replaced = Self.setChildrenInPlace(of: &root, at: path, writes) {
+                for index in writes.indices { writes[index].learn(replacing: replaced[index]) }
+                return fanOut(at: path, old: root, new: root, merge: merge)
+            }
             for index in writes.indices {
                 // The tree holds what the store will hold when this write commits (the writes queued
                 // before it commit first, and a failed commit halts the ones after it).
@@ -412,6 +447,20 @@ actor Database {
         recheckDataDependentListens()
     }
 
+    /// Applies `writes`, when each sets a child of `path` (as an import's updates of a wide node
+    /// do), in one walk of the child map each (``Node/setChildrenInPlace(at:_:)``); returns what
+    /// each replaced, or `nil`, having changed nothing, when that cannot be done.
+    private static func setChildrenInPlace(of root: inout Node, at path: Path, _ writes: [StoredWrite]) -> [Node]? {
+        guard writes.count > 1 else { return nil }
+        var children: [(key: ChildKey, node: Node)] = []
+        children.reserveCapacity(writes.count)
+        for write in writes {
+            guard write.path.count == path.count + 1, let key = write.path.back, !key.isPriorityKey else { return nil }
+            children.append((key, write.node))
+        }
+        return root.setChildrenInPlace(at: path, children)
+    }
+
     /// The members of a multi-path update at `path` as nodes by relative path, in path order, each
     /// built by `build` from its absolute location and value. Throws for a member whose path is
     /// invalid or not writable once joined with `path` (`a/.priority` with `x`, `a` with `.info/x`),
@@ -419,9 +468,9 @@ actor Database {
     ///
     /// Sorted once, and checked for overlaps on the sorted list in one pass: an import writes wide
     /// nodes as updates of thousands of members, and this runs once per member.
-    static func updateChildren(
-        _ members: [String: JSONValue], at path: Path,
-        build: (_ absolute: Path, _ value: JSONValue) throws(TreeError) -> Node
+    static func updateChildren<Members: Collection<(key: String, value: Value)>, Value>(
+        _ members: Members, at path: Path,
+        build: (_ absolute: Path, _ value: Value) throws(TreeError) -> Node
     ) throws(TreeError) -> [(path: Path, node: Node)] {
         var built: [(path: Path, node: Node)] = []
         built.reserveCapacity(members.count)
@@ -438,9 +487,14 @@ actor Database {
         let keys = built.compactMap { $0.path.count == 1 ? $0.path.front : nil }
         if keys.count == built.count {
             order.sort { ChildKey.compare(keys[$0], keys[$1]) < 0 }
-        } else {
-            order.sort { built[$0].path < built[$1].path }
+            // Children of one node overlap only when one is named twice.
+            for (previous, next) in zip(order, order.dropFirst())
+            where ChildKey.compare(keys[previous], keys[next]) == 0 {
+                throw .overlappingUpdate(built[previous].path.wireString, built[next].path.wireString)
+            }
+            return order.map { built[$0] }
         }
+        order.sort { built[$0].path < built[$1].path }
         let children = order.map { built[$0] }
         try UpdateValidation.checkNoOverlap(sorted: children.lazy.map(\.path))
         return children

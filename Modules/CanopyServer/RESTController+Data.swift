@@ -61,13 +61,32 @@ extension RESTController {
         default:
             outcome = await database.set(rest.path, json: json, expectedHash: expectedHash, as: caller)
         }
+        return response(to: outcome, of: method, rest: rest, ifMatch: ifMatch) { answer }
+    }
+
+    /// A PATCH whose members were built from the bytes of its `body` (see
+    /// ``prepareUpdate(_:body:)``); the body is parsed only to be echoed, when it is asked for.
+    func update(
+        _ prepared: PreparedUpdate, body: ByteBuffer, rest: RESTRequest, request: Request, caller: Caller,
+        database: Database
+    ) async -> Response? {
+        let outcome = await database.update(rest.path, prepared: prepared, as: caller)
+        return response(to: outcome, of: .patch, rest: rest, ifMatch: request.headers[.ifMatch]) {
+            rest.parameters["print"] == "silent" ? .null : (try? Self.json(of: body)) ?? .null
+        }
+    }
+
+    /// The answer to a write that ended with `outcome`; `answer` is what a PATCH or POST echoes.
+    private func response(
+        to outcome: WriteOutcome, of method: HTTPRequest.Method, rest: RESTRequest, ifMatch: String?,
+        answer: () -> JSONValue
+    ) -> Response? {
         switch outcome {
         case .ok(let value):
             var headers = HTTPFields()
             if ifMatch != nil { headers[.eTag] = RESTResponse.etag(value) }
             if method == .put { return RESTResponse.node(value, status: .ok, headers: headers, rest: rest) }
-            if method == .delete { answer = .null }
-            return RESTResponse.json(answer, status: .ok, headers: headers, rest: rest)
+            return RESTResponse.json(method == .delete ? .null : answer(), status: .ok, headers: headers, rest: rest)
         case .datastale(let current):
             var headers = HTTPFields()
             headers[.eTag] = RESTResponse.etag(current)

@@ -108,9 +108,19 @@ struct RESTController: Sendable {
             // The answer to a GET; NIO's encoder leaves out the body and keeps its length.
             return await read(rest, request: request, caller: caller, database: database)
         case .put, .patch, .post:
+            let body: ByteBuffer
+            do {
+                body = try await Self.body(of: &request, limit: maxBodyBytes)
+            } catch let refusal {
+                return refusal.response
+            }
+            if request.method == .patch, let prepared = Self.prepareUpdate(rest.path, body: body) {
+                return await update(
+                    prepared, body: body, rest: rest, request: request, caller: caller, database: database)
+            }
             let json: JSONValue
             do {
-                json = try await Self.jsonBody(of: &request, limit: maxBodyBytes)
+                json = try Self.json(of: body)
             } catch let refusal {
                 return refusal.response
             }
@@ -141,9 +151,13 @@ struct RESTController: Sendable {
 
     /// The request's body parsed as JSON.
     static func jsonBody(of request: inout Request, limit: Int) async throws(BodyRefusal) -> JSONValue {
-        let buffer: ByteBuffer
+        try json(of: try await body(of: &request, limit: limit))
+    }
+
+    /// The request's body, at most `limit` bytes.
+    static func body(of request: inout Request, limit: Int) async throws(BodyRefusal) -> ByteBuffer {
         do {
-            buffer = try await request.collectBody(upTo: limit)
+            return try await request.collectBody(upTo: limit)
         } catch is NIOTooManyBytesError {
             throw .tooLarge(limit: limit)
         } catch {
@@ -151,10 +165,24 @@ struct RESTController: Sendable {
             // already answered; this answer is for any other failure to read).
             throw .malformed(error)
         }
+    }
+
+    /// `body` parsed as JSON.
+    static func json(of body: ByteBuffer) throws(BodyRefusal) -> JSONValue {
+        let parsed =
+            body.readableBytesView.withContiguousStorageIfAvailable { bytes in
+                Result { () throws(TreeError) in try JSONValue(parsing: bytes) }
+            } ?? Result { () throws(TreeError) in try JSONValue(parsing: Data(body.readableBytesView)) }
         do {
-            return try JSONValue(parsing: Data(buffer.readableBytesView))
+            return try parsed.get()
         } catch {
             throw .notJSON
         }
+    }
+
+    /// The nodes of the update `body` holds, built straight from its bytes when they can be (see
+    /// ``Database/prepareUpdate(_:body:)``).
+    static func prepareUpdate(_ path: Path, body: ByteBuffer) -> PreparedUpdate? {
+        body.readableBytesView.withContiguousStorageIfAvailable { Database.prepareUpdate(path, body: $0) } ?? nil
     }
 }

@@ -69,6 +69,17 @@ public struct StoredWrite: Sendable, Equatable {
         noLeafAbove = !leafAbove
     }
 
+    /// ``learn(from:)`` for a write whose parent location was found holding children, none of them
+    /// packed, with no leaf on the way down to it; `replaced` is what the write replaces (`.empty`
+    /// when nothing). For writers that change many children of one node in one walk each
+    /// (``Node/setChildrenInPlace(at:_:)``).
+    public mutating func learn(replacing replaced: Node) {
+        guard !isPriorityWrite else { return }
+        locationWasEmpty = replaced.isEmpty
+        nothingBelowLocation = replaced.isEmpty || (replaced.leafValue != nil && replaced.priority == nil)
+        noLeafAbove = true
+    }
+
     /// Walks down ``path`` in `stored` as far as it goes: to the location, or to the first node on
     /// the way that is empty, a leaf or packed. Returns that node and the index in ``path``'s
     /// components of the first key not walked.

@@ -86,6 +86,12 @@ extension JSONValue {
         self = try result.get()
     }
 
+    /// Parses UTF-8 JSON bytes in place (a request body's buffer): ``init(parsing:)-(Data)``
+    /// without copying them first.
+    package init(parsing bytes: UnsafeBufferPointer<UInt8>) throws(TreeError) {
+        self = try JSONScanner.parse(bytes)
+    }
+
     /// Compact JSON text (object members sorted by key, so equal values serialize equally).
     /// With `pretty`, members and elements go on their own lines, indented by two spaces.
     public func serialized(pretty: Bool = false) -> String {

@@ -216,6 +216,32 @@ public struct Node: Sendable {
         return InPlaceChange(hadPriority: hadPriority, hasPriority: hadPriority, isEmpty: false)
     }
 
+    /// Sets children of the node at `path` in place, each `key` to its `node` (none empty), one walk
+    /// of the child map per child where ``updateInPlace(at:to:)`` takes three (a lookup, a change
+    /// that finds nothing, an insertion). Returns the children replaced, in order (`.empty` for new
+    /// ones); `nil`, having changed nothing, unless every node from here to `path` has children,
+    /// none packed, indexed or held elsewhere (see ``ChildrenStorage/canChangeInPlace``).
+    ///
+    /// ```swift
+    /// let replaced = root.setChildrenInPlace(at: "users", [("u1", ada), ("u2", grace)])
+    /// ```
+    package mutating func setChildrenInPlace(at path: Path, _ children: [(key: ChildKey, node: Node)]) -> [Node]? {
+        guard case .children(var box) = storage, box.packed == nil, !children.contains(where: \.node.isEmpty) else {
+            return nil
+        }
+        storage = .empty
+        defer { storage = .children(box) }
+        guard isKnownUniquelyReferenced(&box), box.canChangeInPlace else { return nil }
+        guard let front = path.front else { return box.setChildren(children) }
+        guard !front.isPriorityKey else { return nil }
+        var replaced: [Node]?
+        _ = box.modifyChild(front) { child in
+            replaced = child.setChildrenInPlace(at: path.popFront(), children)
+            return InPlaceChange(hadPriority: child.hasPriority, hasPriority: child.hasPriority, isEmpty: false)
+        }
+        return replaced
+    }
+
     /// This node with `priority` (the empty node cannot hold one and stays empty).
     public func withPriority(_ priority: Priority?) -> Node {
         switch storage {
@@ -373,6 +399,24 @@ extension Node: Equatable {
         map.insert(key, node)
         if node.priority != nil { prioritizedChildren += 1 }
         cache.withLock { $0.hash = nil }
+    }
+
+    /// Sets each child `key` to its node in place (under the same conditions as
+    /// ``modifyChild(_:_:)``; no node empty), one walk of the map per child; returns the children
+    /// replaced, in order, `.empty` for those that are new.
+    func setChildren(_ children: [(key: ChildKey, node: Node)]) -> [Node] {
+        unpackInPlace()
+        var replaced: [Node] = []
+        replaced.reserveCapacity(children.count)
+        var prioritized = prioritizedChildren
+        for (key, node) in children {
+            let old = map.updateValue(node, forKey: key) ?? .empty
+            prioritized += (node.priority != nil ? 1 : 0) - (old.priority != nil ? 1 : 0)
+            replaced.append(old)
+        }
+        prioritizedChildren = prioritized
+        cache.withLock { $0.hash = nil }
+        return replaced
     }
 
     /// Turns packed children into a map, before a change in place.

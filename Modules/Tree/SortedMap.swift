@@ -102,7 +102,22 @@ public struct SortedMap<Key: Sendable, Value: Sendable, Order: SortOrder<Key>>: 
     /// scores.insert("ada", 1)   // scores["ada"] == 1
     /// ```
     public mutating func insert(_ key: Key, _ value: Value) {
-        Self.insert(&root, key, value, order)
+        var replaced: Value?
+        Self.insert(&root, key, value, order, replaced: &replaced)
+    }
+
+    /// Sets `key` to `value` in place, as ``insert(_:_:)`` does, and returns the value it replaced
+    /// (`nil` when `key` is new): one walk down the tree where a lookup and then an insert take two.
+    ///
+    /// ```swift
+    /// var scores = SortedMap<ChildKey, Int, KeyOrder>(order: KeyOrder()).inserting("ada", 1)
+    /// scores.updateValue(2, forKey: "ada")   // 1
+    /// ```
+    @discardableResult
+    public mutating func updateValue(_ value: Value, forKey key: Key) -> Value? {
+        var replaced: Value?
+        Self.insert(&root, key, value, order, replaced: &replaced)
+        return replaced
     }
 
     /// A map without `key` (the same map when absent). O(log n).
@@ -331,19 +346,28 @@ extension SortedMap {
 
     /// Inserts below `slot` in place, copying shared nodes on the way; only a node left out of
     /// balance is replaced, by the two or three new ones ``balanced(_:_:_:_:)`` builds.
-    /// Returns whether `key` is new (an existing key only has its value replaced).
+    /// Returns whether `key` is new (an existing key only has its value replaced, and the value it
+    /// had is put in `replaced`).
     @discardableResult
-    static func insert(_ slot: inout Tree?, _ key: Key, _ value: Value, _ order: Order) -> Bool {
+    static func insert(
+        _ slot: inout Tree?, _ key: Key, _ value: Value, _ order: Order, replaced: inout Value?
+    )
+        -> Bool
+    {
         guard let node = unique(&slot) else {
             slot = Tree(key: key, value: value, left: nil, right: nil)
             return true
         }
         let c = order.compare(key, node.key)
         if c == 0 {
+            replaced = node.value
             node.value = value
             return false
         }
-        let added = c < 0 ? insert(&node.left, key, value, order) : insert(&node.right, key, value, order)
+        let added =
+            c < 0
+            ? insert(&node.left, key, value, order, replaced: &replaced)
+            : insert(&node.right, key, value, order, replaced: &replaced)
         guard added else { return false }
         let hl = height(node.left)
         let hr = height(node.right)

@@ -95,6 +95,10 @@ struct NeverStoredTests {
             testDescription: "update below .priority", method: .PATCH, target: "/n/a/.priority.json?ns=test",
             body: #"{"x":1}"#, mentions: ".priority"),
         RESTCase(
+            // A record's packed text is taken as it stands, but not where a priority goes.
+            testDescription: "record as a priority in an update", method: .PATCH, target: "/n/a.json?ns=test",
+            body: #"{".priority":{"x":1},"y":1}"#, mentions: "priority"),
+        RESTCase(
             testDescription: "object as a priority", method: .PUT, target: "/n/a/.priority.json?ns=test",
             body: #"{"x":1}"#, mentions: "priority"),
         RESTCase(

@@ -153,7 +153,7 @@ struct PackedObjectTests {
         return object(&rng, depth: depth + 1)
     }
 
-    private static func object(_ rng: inout any SeededRandomNumberGenerator, depth: Int) -> JSONValue {
+    static func object(_ rng: inout any SeededRandomNumberGenerator, depth: Int) -> JSONValue {
         var members: [String: JSONValue] = [:]
         // Integer keys are rare, so that most objects can be packed.
         let names = Int.random(in: 0...4, using: &rng) == 0 ? keys : Array(keys.dropLast(2))
@@ -163,7 +163,7 @@ struct PackedObjectTests {
         return .object(members)
     }
 
-    private static let object = Generator<JSONValue, Shrink.None<JSONValue>> { rng in
+    static let object = Generator<JSONValue, Shrink.None<JSONValue>> { rng in
         Self.object(&rng, depth: 0)
     }
 
