@@ -30,14 +30,8 @@ public final class NetworkNamespace: Sendable {
         guard geteuid() == 0, FileManager.default.isExecutableFile(atPath: ip) else { return false }
         let probe = "canopy-probe-\(ProcessInfo.processInfo.processIdentifier)"
         func run(_ arguments: [String]) -> Bool {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: ip)
-            process.arguments = arguments
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            guard (try? process.run()) != nil else { return false }
-            process.waitUntilExit()
-            return process.terminationStatus == 0
+            let process = try? ChildProcess.launch(ip, arguments, standardOutput: .null, standardError: .null)
+            return process?.waitUntilExit() == .exit(0)
         }
         guard run(["netns", "add", probe]) else { return false }
         return run(["netns", "delete", probe])

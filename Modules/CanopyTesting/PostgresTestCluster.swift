@@ -6,8 +6,8 @@ import Synchronization
 /// root, PostgreSQL's programs run as the `postgres` user (PostgreSQL refuses root), through
 /// `setpriv`.
 ///
-/// The server is this process's own child rather than `pg_ctl`'s daemon: Foundation's `Process`
-/// does not see `pg_ctl start` exit while the daemon it leaves holds descriptors inherited from it.
+/// The server is this process's own child rather than `pg_ctl`'s daemon, which would outlive the
+/// test process and hold descriptors inherited from it.
 ///
 /// ```swift
 /// try await withPostgresCluster { cluster in
@@ -15,7 +15,7 @@ import Synchronization
 /// }
 /// ```
 public final class PostgresTestCluster: Sendable {
-    private let server = Mutex<Process?>(nil)
+    private let server = Mutex<ChildProcess?>(nil)
     public enum Failure: Error, CustomStringConvertible {
         case notInstalled
         case command([String], status: Int32, output: String)
@@ -51,7 +51,7 @@ public final class PostgresTestCluster: Sendable {
     }
 
     /// The server's process, while it runs.
-    var serverProcessIdentifier: Int32? { server.withLock { $0?.processIdentifier } }
+    var serverProcessIdentifier: Int32? { server.withLock { $0?.pid } }
 
     private init(folder: String, port: Int, binaries: String) {
         self.folder = folder
@@ -133,36 +133,27 @@ public final class PostgresTestCluster: Sendable {
 
     private func stopServer(signal: Int32) async {
         guard
-            let process = server.withLock({ state -> Process? in
+            let process = server.withLock({ state -> ChildProcess? in
                 defer { state = nil }
                 return state
             })
         else { return }
-        await withCheckedContinuation { (exited: CheckedContinuation<Void, Never>) in
-            let pending = Mutex<CheckedContinuation<Void, Never>?>(exited)
-            let resume: @Sendable () -> Void = { pending.withLock { $0.take() }?.resume() }
-            process.terminationHandler = { _ in resume() }
-            if process.isRunning { kill(process.processIdentifier, signal) } else { resume() }
-        }
+        process.send(signal)
+        await process.exit()
     }
 
     /// Starts the server and waits until it answers.
     public func startServer() async throws {
         var command = [binaries + "/postgres", "-D", data]
         if geteuid() == 0 { command = Self.asPostgres + command }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments = Array(command.dropFirst())
         let logFile = folder + "/server.log"
         if !FileManager.default.fileExists(atPath: logFile) {
             _ = FileManager.default.createFile(atPath: logFile, contents: nil)
         }
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logFile))
         try log.seekToEnd()
-        process.standardOutput = log
-        process.standardError = log
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess.launch(
+            command[0], Array(command.dropFirst()), standardOutput: .handle(log), standardError: .handle(log))
         try? log.close()
         server.withLock { $0 = process }
         let deadline = ContinuousClock.now + .seconds(30)
@@ -174,7 +165,7 @@ public final class PostgresTestCluster: Sendable {
                 guard ContinuousClock.now < deadline, process.isRunning else {
                     let text = (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
                     throw Failure.command(
-                        command, status: process.isRunning ? 0 : process.terminationStatus,
+                        command, status: process.isRunning ? 0 : process.status,
                         output: "did not answer within 30 s: \(text.suffix(2000))")
                 }
                 try await Task.sleep(for: .milliseconds(50))
@@ -213,29 +204,18 @@ public final class PostgresTestCluster: Sendable {
         let executable = program == "psql" ? "/usr/bin/psql" : binaries + "/" + program
         var command = [executable] + arguments
         if geteuid() == 0 { command = Self.asPostgres + command }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments = Array(command.dropFirst())
-        process.currentDirectoryURL = URL(fileURLWithPath: folder)
         // A file, not a pipe: a server started meanwhile from another thread may inherit the pipe's
         // write end, and a read to its end would then wait as long as that server runs.
         let outputPath = folder + "/command-\(UUID().uuidString).out"
         _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
         let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { process in continuation.resume(returning: process.terminationStatus) }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: error)
-            }
-        }
+        let process = try ChildProcess.launch(
+            command[0], Array(command.dropFirst()), directory: folder, standardOutput: .handle(output),
+            standardError: .handle(output))
         try? output.close()
+        await process.exit()
+        let status = process.status
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
         guard status == 0 else { throw Failure.command(command, status: status, output: text) }
         return text.trimmingCharacters(in: .whitespacesAndNewlines)

@@ -17,14 +17,14 @@ public final class ServerProcess: Sendable {
     /// The address clients reach it at.
     public let host: String
     public let executable: String
-    private let process: Process
+    private let process: ChildProcess
     private let output: OutputCollector
 
     /// `http://HOST:PORT`.
     public var baseURL: String { "http://\(host):\(port)" }
 
     /// The process id (for reading what it holds from `/proc`).
-    public var pid: Int32 { process.processIdentifier }
+    public var pid: Int32 { process.pid }
 
     /// The realtime URL for `namespace`, naming `lastSession` in `ls=` if given.
     public func webSocketURL(namespace: String, lastSession: String? = nil) -> String {
@@ -36,11 +36,11 @@ public final class ServerProcess: Sendable {
 
     /// The exit status once the process ended normally (`nil` while it runs or after a signal).
     public var exitStatus: Int32? {
-        guard !process.isRunning, process.terminationReason == .exit else { return nil }
-        return process.terminationStatus
+        guard case .exit(let status) = process.termination else { return nil }
+        return status
     }
 
-    private init(port: Int, host: String, executable: String, process: Process, output: OutputCollector) {
+    private init(port: Int, host: String, executable: String, process: ChildProcess, output: OutputCollector) {
         self.port = port
         self.host = host
         self.executable = executable
@@ -75,7 +75,7 @@ public final class ServerProcess: Sendable {
             guard process.isRunning else { break }
             try await Task.sleep(for: .milliseconds(20))
         }
-        if process.isRunning { send(SIGKILL, to: process) }
+        process.send(SIGKILL)
         throw ServerProcessError.didNotStart(log: output.text)
     }
 
@@ -92,28 +92,24 @@ public final class ServerProcess: Sendable {
             try await Task.sleep(for: .milliseconds(20))
         }
         guard !process.isRunning else {
-            send(SIGKILL, to: process)
+            process.send(SIGKILL)
             throw ServerProcessError.didNotExit(log: output.text)
         }
         // The pipe may still hold the last of the output.
         while !output.isComplete, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(10))
         }
-        return (process.terminationStatus, output.text)
+        return (process.status, output.text)
     }
 
     private static func launch(
         _ executable: String, arguments: [String], environment: [String: String]
-    ) throws -> (Process, OutputCollector) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    ) throws -> (ChildProcess, OutputCollector) {
         let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
+        let process = try ChildProcess.launch(
+            executable, arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+            standardOutput: .pipe(pipe), standardError: .pipe(pipe))
         let output = OutputCollector()
-        try process.run()
         // Read by a thread of its own with blocking reads, not `readabilityHandler`: its dispatch
         // source, torn down while short-lived processes come and go, crashed the test process once
         // in libdispatch's event loop (`_dispatch_event_loop_drain`, a bad pointer).
@@ -133,8 +129,8 @@ public final class ServerProcess: Sendable {
 
     /// Kills the process with SIGKILL (no shutdown, no flush) and waits until it is gone.
     public func kill() async {
-        send(SIGKILL, to: process)
-        await waitForExit()
+        process.send(SIGKILL)
+        await process.exit()
     }
 
     /// Stops the process with SIGSTOP, as a long pause would (its sockets stay open), and returns
@@ -144,8 +140,8 @@ public final class ServerProcess: Sendable {
     /// The signal is delivered asynchronously: a thread busy when it was sent can still run a
     /// moment, long enough to answer a request sent right after.
     public func pause() async {
-        send(SIGSTOP, to: process)
-        let tasks = "/proc/\(process.processIdentifier)/task"
+        process.send(SIGSTOP)
+        let tasks = "/proc/\(process.pid)/task"
         guard FileManager.default.fileExists(atPath: tasks) else { return }
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {
@@ -165,17 +161,13 @@ public final class ServerProcess: Sendable {
 
     /// Lets a process ``pause()`` stopped go on (SIGCONT).
     public func resume() {
-        send(SIGCONT, to: process)
+        process.send(SIGCONT)
     }
 
     /// Asks the process to stop with SIGTERM and waits until it is gone.
     public func terminate() async {
-        send(SIGTERM, to: process)
-        await waitForExit()
-    }
-
-    private func waitForExit() async {
-        while process.isRunning { try? await Task.sleep(for: .milliseconds(10)) }
+        process.send(SIGTERM)
+        await process.exit()
     }
 
     /// Where the `canopy-server` executable built with the tests is, if anywhere: see
@@ -183,12 +175,6 @@ public final class ServerProcess: Sendable {
     public static func locateExecutable(packageFile: String = #filePath) -> String? {
         BuiltExecutable.locate("canopy-server", environmentVariable: "CANOPY_SERVER_BINARY", packageFile: packageFile)
     }
-}
-
-/// Signals `process` while it runs: once it ended, its process id may be another process's.
-private func send(_ signal: Int32, to process: Process) {
-    guard process.isRunning else { return }
-    _ = kill(process.processIdentifier, signal)
 }
 
 /// Why a ``ServerProcess`` could not start.

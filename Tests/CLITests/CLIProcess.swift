@@ -12,7 +12,7 @@ import Darwin
 /// The `canopy` executable run as a child process against a test server, with its output and its
 /// memory use.
 final class CLIProcess: Sendable {
-    let process: Process
+    let process: ChildProcess
     /// Where stdout and stderr go: files, not pipes, so that reading them never waits for an end of
     /// file that a process started meanwhile by another test may hold up (it inherits the pipe).
     private let outputPath: String
@@ -38,25 +38,20 @@ final class CLIProcess: Sendable {
         _ arguments: [String], environment: [String: String] = [:], input: Data? = nil, outputFile: String? = nil
     ) throws {
         guard let executable = Self.executable else { throw CLIError.notBuilt }
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
         var merged = ProcessInfo.processInfo.environment
         for name in ["CANOPY_DATABASE_URL", "CANOPY_TOKEN", "CANOPY_LOG_LEVEL", "NO_COLOR"] { merged[name] = nil }
-        process.environment = merged.merging(environment) { $1 }
         let temporary = FileManager.default.temporaryDirectory.appendingPathComponent("canopy-cli-\(UUID())").path
         outputPath = outputFile ?? temporary + ".out"
         errorPath = temporary + ".err"
         ownsOutput = outputFile == nil
         for path in [outputPath, errorPath] { _ = FileManager.default.createFile(atPath: path, contents: nil) }
-        process.standardOutput = FileHandle(forWritingAtPath: outputPath)
-        process.standardError = FileHandle(forWritingAtPath: errorPath)
         let stdin = Pipe()
-        process.standardInput = stdin
-        try process.run()
+        process = try ChildProcess.launch(
+            executable, arguments, environment: merged.merging(environment) { $1 }, standardInput: .pipe(stdin),
+            standardOutput: .file(outputPath), standardError: .file(errorPath))
         if let input { stdin.fileHandleForWriting.write(input) }
         try? stdin.fileHandleForWriting.close()
-        let pid = process.processIdentifier
+        let pid = process.pid
         let meter = meter
         let process = process
         Thread.detachNewThread {
@@ -87,7 +82,7 @@ final class CLIProcess: Sendable {
         let deadline = ContinuousClock.now + timeout
         while process.isRunning {
             guard ContinuousClock.now < deadline else {
-                _ = kill(process.processIdentifier, SIGKILL)
+                process.send(SIGKILL)
                 throw CLIError.timedOut(stderr)
             }
             try await Task.sleep(for: .milliseconds(10))
@@ -95,9 +90,9 @@ final class CLIProcess: Sendable {
     }
 
     /// Sends `signal` (SIGINT: Ctrl-C).
-    func send(_ signal: Int32) { _ = kill(process.processIdentifier, signal) }
+    func send(_ signal: Int32) { process.send(signal) }
 
-    var status: Int32 { process.terminationStatus }
+    var status: Int32 { process.status }
     /// What the process wrote on stdout so far.
     var stdout: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
     /// What the process wrote on stderr so far.

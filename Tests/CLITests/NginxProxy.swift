@@ -43,9 +43,9 @@ final class NginxProxy: Sendable {
 
     let port: Int
     let folder: String
-    private let process: Process
+    private let process: ChildProcess
 
-    private init(port: Int, folder: String, process: Process) {
+    private init(port: Int, folder: String, process: ChildProcess) {
         self.port = port
         self.folder = folder
         self.process = process
@@ -104,12 +104,9 @@ final class NginxProxy: Sendable {
             }
             """
         try main.write(toFile: "\(folder)/nginx.conf", atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["-p", folder, "-e", "\(folder)/error.log", "-c", "\(folder)/nginx.conf"]
-        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try process.run()
+        let process = try ChildProcess.launch(
+            executable, ["-p", folder, "-e", "\(folder)/error.log", "-c", "\(folder)/nginx.conf"],
+            standardOutput: .null, standardError: .null)
         let proxy = NginxProxy(port: port, folder: folder, process: process)
         let listening = await eventually(timeout: .seconds(30)) {
             process.isRunning && canConnect(port: port)
@@ -124,10 +121,9 @@ final class NginxProxy: Sendable {
     /// nginx's error log so far.
     var errorLog: String { (try? String(contentsOfFile: "\(folder)/error.log", encoding: .utf8)) ?? "" }
 
-    /// Stops nginx and removes its folder. SIGKILL: nginx, run as one process, inherits the signal
-    /// mask of the test process, which blocks SIGTERM and SIGQUIT (it kept running 20 s after one).
+    /// Stops nginx and removes its folder.
     func stop() async {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.send(SIGKILL)
         _ = await eventually(timeout: .seconds(20)) { !process.isRunning }
         try? FileManager.default.removeItem(atPath: folder)
     }

@@ -1,3 +1,4 @@
+import CanopyTesting
 import Foundation
 import Synchronization
 
@@ -40,21 +41,18 @@ struct TerminalProcess: Sendable {
             _ = await outputCapture.finish()
             throw error
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
         var merged = ProcessInfo.processInfo.environment
         for name in ["CANOPY_DATABASE_URL", "CANOPY_TOKEN", "CANOPY_LOG_LEVEL", "NO_COLOR"] { merged[name] = nil }
         merged["TERM"] = "xterm-256color"
-        process.environment = merged.merging(environment) { $1 }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = outputCapture.handle
-        process.standardError = errorCapture.handle
         var failure: (any Error)?
+        var process: ChildProcess?
         do {
-            try process.run()
+            let started = try ChildProcess.launch(
+                executable, arguments, environment: merged.merging(environment) { $1 },
+                standardOutput: .handle(outputCapture.handle), standardError: .handle(errorCapture.handle))
+            process = started
             let deadline = ContinuousClock.now + timeout
-            while process.isRunning, failure == nil {
+            while started.isRunning, failure == nil {
                 if Task.isCancelled {
                     failure = CancellationError()
                 } else if ContinuousClock.now >= deadline {
@@ -64,8 +62,8 @@ struct TerminalProcess: Sendable {
                 }
             }
             if failure != nil {
-                _ = kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
+                started.send(SIGKILL)
+                await started.exit()
             }
         } catch {
             failure = error
@@ -76,7 +74,7 @@ struct TerminalProcess: Sendable {
             throw Failure.timedOut("\(executable); stdout: \(texts.0)\nstderr: \(texts.1)")
         }
         if let failure { throw failure }
-        return TerminalProcess(status: process.terminationStatus, stdout: texts.0, stderr: texts.1)
+        return TerminalProcess(status: process?.status ?? -1, stdout: texts.0, stderr: texts.1)
     }
 
     enum Failure: Error, CustomStringConvertible {

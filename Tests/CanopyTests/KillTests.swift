@@ -7,7 +7,7 @@ import Tree
 
 /// A running `canopy-write-probe` and the lines it printed.
 final class Probe: Sendable {
-    let process: Process
+    let process: ChildProcess
     private let lines = Mutex<[String]>([])
     private let partial = Mutex(Data())
 
@@ -15,12 +15,9 @@ final class Probe: Sendable {
         guard let executable = Self.executable else {
             throw ProbeError.notBuilt
         }
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = [url, folder.path, "\(first)", "\(count)"] + options
         let output = Pipe()
-        process.standardOutput = output
-        try process.run()
+        process = try ChildProcess.launch(
+            executable, [url, folder.path, "\(first)", "\(count)"] + options, standardOutput: .pipe(output))
         // A reading thread, not `readabilityHandler` (see `ServerProcess`).
         let reader = output.fileHandleForReading
         Thread { [self] in
@@ -47,7 +44,7 @@ final class Probe: Sendable {
     }
 
     func kill() {
-        _ = Foundation.kill(process.processIdentifier, SIGKILL)
+        process.send(SIGKILL)
         process.waitUntilExit()
     }
 
@@ -80,8 +77,7 @@ struct KillTests {
 
             let restarted = try Probe(url: url, folder: folder, first: 400, count: 0)
             #expect(await restarted.wait { $0.contains { $0.hasPrefix("acknowledged") } }, "\(restarted.printed)")
-            restarted.process.waitUntilExit()
-            #expect(restarted.process.terminationStatus == 0)
+            #expect(await restarted.process.exit() == .exit(0))
 
             let log = try await ServerProbe.value(server, "log")
             // Keys 0, 1, … may come back as a JSON array: read them as children.

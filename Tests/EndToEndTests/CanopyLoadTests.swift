@@ -206,15 +206,11 @@ enum CanopyLoad {
         let errPath = folder + "/stderr"
         _ = FileManager.default.createFile(atPath: outPath, contents: nil)
         _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
         var merged = ProcessInfo.processInfo.environment
         merged["CANOPY_TOKEN"] = nil
-        process.environment = merged.merging(environment) { $1 }
-        process.standardOutput = FileHandle(forWritingAtPath: outPath)
-        process.standardError = FileHandle(forWritingAtPath: errPath)
-        try process.run()
+        let process = try ChildProcess.launch(
+            executable, arguments, environment: merged.merging(environment) { $1 }, standardOutput: .file(outPath),
+            standardError: .file(errPath))
         let deadline = ContinuousClock.now + .seconds(50)
         while process.isRunning, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
@@ -222,11 +218,11 @@ enum CanopyLoad {
         let output = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
         let log = output + ((try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
         guard !process.isRunning else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            process.send(SIGKILL)
+            await process.exit()
             throw Failure.timedOut(log)
         }
-        return (process.terminationStatus, output, log)
+        return (process.status, output, log)
     }
 
     /// The `canopy-load` binary built with the tests.
