@@ -91,6 +91,14 @@ struct ImportChunker {
     /// The most text of the first write cut from gathered text.
     static let firstWriteBytes = 256 * 1024
 
+    /// Updates written so far.
+    private var updatesWritten = 0
+
+    /// The most text of the next update: twice ``firstWriteBytes``, doubling with each update up
+    /// to `chunkBytes`, so that a short document is still several updates the server takes side
+    /// by side, and a long one mostly large updates, each with less to do per byte.
+    private var updateLimit: Int { min(chunkBytes, Self.firstWriteBytes << min(updatesWritten + 1, 16)) }
+
     /// A new buffer's capacity: it grows by doubling as text is appended.
     private static let initialCapacity = 1024
 
@@ -231,7 +239,7 @@ struct ImportChunker {
         // Inside a gathered parent the text stays where it is; else it is a child of a split parent.
         guard !parent.isGathered else { return }
         let member = frame.keys.last ?? ""
-        if updateKeys == parent.keys, updateBody.readableBytes + gathered.readableBytes <= chunkBytes {
+        if updateKeys == parent.keys, updateBody.readableBytes + gathered.readableBytes <= updateLimit {
             // `{"key":{…}}` joins the pending update as `,"key":{…}`.
             updateMembers.insert(member)
             updateBody.writeInteger(UInt8(ascii: ","))
@@ -245,7 +253,7 @@ struct ImportChunker {
             updateMembers = [member]
             swap(&updateBody, &gathered)
         }
-        if updateBody.readableBytes >= chunkBytes { flushUpdate() }
+        if updateBody.readableBytes >= updateLimit { flushUpdate() }
     }
 
     /// Writes the outermost gathered container as it stands, and has every gathered container
@@ -272,7 +280,7 @@ struct ImportChunker {
     /// past `chunkBytes`.
     private mutating func addScalar(key: String, isArray: Bool, under keys: [String]) {
         if let pending = updateKeys,
-            pending != keys || updateBody.readableBytes + reader.tokenLength + key.utf8.count > chunkBytes
+            pending != keys || updateBody.readableBytes + reader.tokenLength + key.utf8.count > updateLimit
         {
             flushUpdate()
         }
@@ -281,7 +289,7 @@ struct ImportChunker {
         updateMembers.insert(key)
         Self.writeMember(key, isArray: isArray, after: separator, to: &updateBody)
         reader.writeToken(to: &updateBody)
-        if updateBody.readableBytes >= chunkBytes { flushUpdate() }
+        if updateBody.readableBytes >= updateLimit { flushUpdate() }
     }
 
     private mutating func flushUpdate() {
@@ -289,6 +297,7 @@ struct ImportChunker {
         updateKeys = nil
         updateBody.writeInteger(UInt8(ascii: "}"))
         ready.append(.patch(keys: keys, members: updateMembers, body: updateBody))
+        updatesWritten += 1
         updateBody = allocator.buffer(capacity: Self.initialCapacity)
         updateMembers = []
     }

@@ -43,11 +43,12 @@ extension Database {
     /// values resolved at `context.now`, which is also the rules' `now`); a refusal is logged as
     /// `refusal`.
     func mayUpdate(
-        _ path: Path, children: [(Path, Node)], caller: Caller, at context: ServerValueContext,
+        _ path: Path, children: [(path: Path, node: Node)], caller: Caller, at context: ServerValueContext,
         refusal: RefusedOperation = .update
     ) -> Bool {
         guard enforcesRules, case .user(let auth) = caller else { return true }
-        let decision = updateDecision(path, children: children, auth: auth, rules: rules, now: Int64(context.now))
+        let decision = updateDecision(
+            path, children: children.map { ($0.path, $0.node) }, auth: auth, rules: rules, now: Int64(context.now))
         return allowed(decision, path, refusal, auth: auth)
     }
 
