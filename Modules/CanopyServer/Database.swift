@@ -268,7 +268,8 @@ actor Database {
         done: @escaping @Sendable (Result<Void, StoreError>) -> Void
     ) {
         if turn != nil {
-            turn?.writes.append(contentsOf: writes)
+            // The first writes of a turn (an update's thousands) are taken as they are, not copied.
+            if turn?.writes.isEmpty == true { turn?.writes = writes } else { turn?.writes.append(contentsOf: writes) }
             turn?.acknowledgements.append(Acknowledgement(deliveries: deliveries, done: done))
             return
         }

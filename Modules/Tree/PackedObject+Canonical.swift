@@ -13,7 +13,16 @@ extension PackedObject {
         guard bytes.count <= maxBytes else { return nil }
         var reader = CanonicalReader(bytes: bytes)
         guard reader.object(depth: depth), reader.position == bytes.count else { return nil }
-        return String(validating: bytes, as: UTF8.self)
+        return validUTF8(bytes)
+    }
+
+    /// `bytes` as a string when they are valid UTF-8. ASCII, what most records are, is checked
+    /// here; `String(validating:)` is generic, and looking up its metadata on every call cost more
+    /// than the check.
+    static func validUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        var high: UInt8 = 0
+        for byte in bytes { high |= byte }
+        return high < 0x80 ? String(decoding: bytes, as: UTF8.self) : String(validating: bytes, as: UTF8.self)
     }
 }
 
@@ -46,7 +55,7 @@ private struct CanonicalReader {
         while true {
             guard let name = plainString(), at(":") else { return false }
             position += 1
-            guard let text = String(validating: name, as: UTF8.self), ChildKey.problem(with: text) == nil else {
+            guard let text = PackedObject.validUTF8(name), ChildKey.problem(with: text) == nil else {
                 return false
             }
             let key = ChildKey(text)
