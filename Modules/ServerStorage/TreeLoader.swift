@@ -14,37 +14,69 @@ package import Tree
 package struct TreeLoader {
     private final class Entry {
         var leaf: LeafValue?
-        /// The text of a packed node (see ``Node/packedText``).
+        /// The text of a packed node (see ``Node/packedText``), when a location has other rows too.
         var packed: String?
         var priority: Priority?
         /// Children in the order first seen: byte order of their keys when rows come in path order.
-        var children: [(key: ChildKey, entry: Entry)] = []
+        var children: [(key: ChildKey, child: Child)] = []
         /// The byte-greatest child key: a key above it is new without a lookup.
         var greatest: String?
         /// Positions in `children` by key (compared by bytes, as ``ChildKey`` does), built the first
         /// time a key arrives that is not above every key seen.
         var positions: [ChildKey: Int]?
 
+        /// A child location: rows below it still to come, or a packed node made from its one row.
+        /// Made at once, a packed node leaves no entry behind to free once the tree is built, whose
+        /// holes among the nodes kept would stay in the server's memory (a wide node of records is
+        /// a row, and once an entry, per record).
+        enum Child {
+            case entry(Entry)
+            case packed(Node)
+        }
+
+        /// The entry of child `component`, added if new; a child made packed node takes an entry
+        /// holding its text.
         func child(_ component: Substring) -> Entry {
-            if let last = children.last, last.key.string.utf8.elementsEqual(component.utf8) { return last.entry }
+            let position = self.position(of: component)
+            if case .entry(let entry) = children[position].child { return entry }
+            let entry = Entry()
+            if case .packed(let node) = children[position].child { entry.packed = node.packedText }
+            children[position].child = .entry(entry)
+            return entry
+        }
+
+        /// Makes child `component` the packed node of `text`, or gives its entry the text.
+        func setPacked(_ component: Substring, _ text: String) {
+            let position = self.position(of: component)
+            if case .entry(let entry) = children[position].child {
+                entry.packed = text
+            } else {
+                children[position].child = .packed(Node(packedObject: text))
+            }
+        }
+
+        /// The position of child `component` in `children`, added (as an empty entry) if new.
+        private func position(of component: Substring) -> Int {
+            if let last = children.last, last.key.string.utf8.elementsEqual(component.utf8) {
+                return children.count - 1
+            }
             if let greatest, !greatest.utf8.lexicographicallyPrecedes(component.utf8) {
                 let key = ChildKey(String(component))
                 if positions == nil {
                     positions = Dictionary(
                         children.indices.map { (children[$0].key, $0) }, uniquingKeysWith: { first, _ in first })
                 }
-                if let position = positions?[key] { return children[position].entry }
+                if let position = positions?[key] { return position }
                 return append(key)
             }
             greatest = String(component)
             return append(ChildKey(String(component)))
         }
 
-        private func append(_ key: ChildKey) -> Entry {
-            let entry = Entry()
+        private func append(_ key: ChildKey) -> Int {
             positions?[key] = children.count
-            children.append((key, entry))
-            return entry
+            children.append((key, .packed(.empty)))
+            return children.count - 1
         }
     }
 
@@ -62,23 +94,26 @@ package struct TreeLoader {
         // would glue to the slash.
         var components = path.utf8.split(separator: UInt8(ascii: "/")).map { Substring($0) }
         let isPriority = components.last?.utf8.elementsEqual(ChildKey.priority.string.utf8) ?? false
-        if isPriority { components.removeLast() }
-        let entry = self.entry(at: components)
         if isPriority {
+            components.removeLast()
             guard let priority = StoredValue.priority(from: value) else {
                 throw TreeLoaderError(row: path, value: value, reason: "not a priority (a JSON number or string)")
             }
-            entry.priority = priority
+            entry(at: components).priority = priority
         } else if value.utf8.first == UInt8(ascii: "{") {
             guard Node.isPackedText(value) else {
                 throw TreeLoaderError(row: path, value: value, reason: "not the packed text of an object")
             }
-            entry.packed = value
+            guard let last = components.popLast() else {
+                root.packed = value
+                return
+            }
+            entry(at: components).setPacked(last, value)
         } else {
             guard let leaf = StoredValue.leaf(from: value) else {
                 throw TreeLoaderError(row: path, value: value, reason: "not a JSON boolean, finite number or string")
             }
-            entry.leaf = leaf
+            entry(at: components).leaf = leaf
         }
     }
 
@@ -111,7 +146,11 @@ package struct TreeLoader {
         var pairs: [(ChildKey, Node)] = []
         pairs.reserveCapacity(entry.children.count)
         for (key, child) in entry.children {
-            let node = node(of: child)
+            let node: Node
+            switch child {
+            case .entry(let entry): node = Self.node(of: entry)
+            case .packed(let packed): node = packed
+            }
             if !node.isEmpty { pairs.append((key, node)) }
         }
         // Nearly sorted already (byte order differs from key order only for integer keys), which

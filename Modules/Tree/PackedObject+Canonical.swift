@@ -10,10 +10,16 @@ extension PackedObject {
     /// number the server would spell otherwise): the caller then builds the node from parsed JSON,
     /// which packs the same object when it can.
     static func canonicalText(_ bytes: UnsafeBufferPointer<UInt8>, depth: Int) -> String? {
-        guard bytes.count <= maxBytes else { return nil }
-        var reader = CanonicalReader(bytes: bytes)
-        guard reader.object(depth: depth), reader.position == bytes.count else { return nil }
+        guard isCanonical(bytes, depth: depth) else { return nil }
         return validUTF8(bytes)
+    }
+
+    /// Whether `bytes` are, structurally, the packed text of an object lying `depth` levels deep
+    /// (``canonicalText(_:depth:)`` without its check that they are UTF-8); `false` also in doubt.
+    static func isCanonical(_ bytes: UnsafeBufferPointer<UInt8>, depth: Int) -> Bool {
+        guard bytes.count <= maxBytes else { return false }
+        var reader = CanonicalReader(bytes: bytes)
+        return reader.object(depth: depth) && reader.position == bytes.count
     }
 
     /// `bytes` as a string when they are valid UTF-8. ASCII, what most records are, is checked

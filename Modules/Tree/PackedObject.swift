@@ -203,10 +203,12 @@ extension Node {
     /// Whether `text` is the packed text of an object, exactly as ``packedText`` spells it: what a
     /// store checks before it takes a row for one (``init(packedObject:)`` trusts its text).
     package static func isPackedText(_ text: String) -> Bool {
-        guard text.utf8.count <= PackedObject.maxBytes, case .object(let members)? = try? JSONValue(parsing: text)
-        else {
-            return false
-        }
+        guard text.utf8.count <= PackedObject.maxBytes else { return false }
+        // Checked in place when it can be (no escapes, numbers spelled plainly): a store loading a
+        // namespace checks every record, and parsing each left its garbage among the nodes kept.
+        var text = text
+        if text.withUTF8({ PackedObject.isCanonical($0, depth: 0) }) { return true }
+        guard case .object(let members)? = try? JSONValue(parsing: text) else { return false }
         return PackedObject.text(of: members, depth: 0)?.utf8.elementsEqual(text.utf8) == true
     }
 }

@@ -25,6 +25,30 @@ struct TreeLoaderTests {
         #expect(try load(rows.sorted { $0.0 < $1.0 }) == expected)
     }
 
+    /// A record's row becomes its packed node at once; rows below it or for its priority (which
+    /// commits never write beside a packed row) read as they did when it was an entry like others.
+    @Test func packedRowsInAnyOrderBuildTheSameTree() throws {
+        let records = (0..<40).map { index in
+            ("users/u\(index)", #"{"n":\#(index),"name":"user \#(index)"}"#)
+        }
+        let rows =
+            records + [
+                ("users/u3/.priority", "1"), ("users/u5/x", "true"), ("users/u40", #"{"bio":"line\nfeed"}"#),
+                ("top", "2"),
+            ]
+        var members: [String: JSONValue] = [:]
+        for index in 0..<40 { members["u\(index)"] = ["n": .number(Double(index)), "name": .string("user \(index)")] }
+        members["u5"] = ["x": true]
+        members["u40"] = ["bio": "line\nfeed"]
+        let expected = try Node(json: ["users": .object(members), "top": 2])
+        for order in [rows, rows.reversed(), rows.shuffled(), rows.sorted { $0.0 < $1.0 }] {
+            let loaded = try load(order)
+            #expect(loaded == expected)
+            #expect(loaded.child(at: "users/u1").packedText == #"{"n":1,"name":"user 1"}"#)
+            #expect(loaded.child(at: "users/u3").priority == nil)
+        }
+    }
+
     @Test func orphanPrioritiesAreDropped() throws {
         #expect(try load([("a/.priority", "1"), ("b", "2")]) == (try Node(json: ["b": 2])))
         #expect(try load([(".priority", "1")]) == .empty)
