@@ -30,6 +30,8 @@ public struct CanopyServer: Sendable {
     let connections = OpenConnections()
     let flushBatches = FlushBatches()
     let outboundBudget: OutboundBudget
+    /// Gives memory back to the system after bursts (slow readers closed, large writes).
+    let heapTrimmer: HeapTrimmer
     let authenticator = Authenticator()
     let logger: Logger
     private let boundPort = BoundPort()
@@ -46,6 +48,7 @@ public struct CanopyServer: Sendable {
         self.metrics = metrics
         self.databases = DatabaseRegistry(configuration: configuration, metrics: metrics, logger: logger)
         let trimmer = HeapTrimmer(logger: logger)
+        heapTrimmer = trimmer
         let outboundBudget = OutboundBudget(limit: configuration.maxTotalPendingOutboundBytes) {
             trimmer.trimSoon()
         }
@@ -114,7 +117,8 @@ public struct CanopyServer: Sendable {
         let rest = RESTController(
             databases: databases, authenticator: authenticator, eventStreams: eventStreams, forwarder: forwarder,
             defaultNamespace: configuration.defaultNamespace, maxBodyBytes: configuration.maxMessageBytes,
-            logger: logger, adminOrigins: AdminOriginCheck(advertiseHost: configuration.advertiseHost))
+            logger: logger, adminOrigins: AdminOriginCheck(advertiseHost: configuration.advertiseHost),
+            afterLargeWrite: { [heapTrimmer] in heapTrimmer.trimSoon() })
         var router = ServerRouter(
             status: StatusController(metrics: metrics), console: ConsoleController(), rest: rest, origins: origins,
             metrics: metrics, logger: logger)

@@ -25,6 +25,8 @@ struct RESTController: Sendable {
     let logger: Logger
     /// Which browser pages may use the admin credential.
     var adminOrigins = AdminOriginCheck()
+    /// Runs once a write with a body of at least ``HeapTrimmer/largeBodyBytes`` was answered.
+    var afterLargeWrite: @Sendable () -> Void = {}
 
     /// Answers a request for a location of the tree (`/path.json`) or the rules
     /// (`/.settings/rules.json`): from this process's database of its namespace, or, when another
@@ -114,6 +116,7 @@ struct RESTController: Sendable {
             } catch let refusal {
                 return refusal.response
             }
+            defer { if body.readableBytes >= HeapTrimmer.largeBodyBytes { afterLargeWrite() } }
             if request.method == .patch, let prepared = Self.prepareUpdate(rest.path, body: body) {
                 return await update(
                     prepared, body: body, rest: rest, request: request, caller: caller, database: database)

@@ -1,3 +1,4 @@
+import CanopyTesting
 import Logging
 import Synchronization
 import Testing
@@ -57,4 +58,29 @@ struct HeapTrimTests {
         HeapTrimmer(logger: .init(label: "test")).trim()
     }
     #endif
+}
+
+/// A burst of large writes (an import's request bodies) is followed by one trim, once it is over.
+struct LargeWriteTrimTests {
+    @Test func callsInABurstEndInOneTrim() async {
+        let trimmer = HeapTrimmer(delay: .milliseconds(50), logger: .init(label: "test"))
+        for _ in 0..<5 { trimmer.trimSoon() }
+        #expect(await eventually { trimmer.trimCount == 1 })
+        trimmer.trimSoon()
+        #expect(await eventually { trimmer.trimCount == 2 })
+    }
+
+    @Test func aLargeWriteIsFollowedByATrim() async throws {
+        try await withTestServer { server in
+            let trimmer = server.server.heapTrimmer
+            let small = try await server.http(.PUT, "/small.json?ns=test&print=silent", body: #"{"a":1}"#)
+            #expect(small.status == 204)
+            let records = (0..<5000).map { #""r\#($0)":{"bio":"\#(String(repeating: "x", count: 200))"}"# }
+            let body = "{" + records.joined(separator: ",") + "}"
+            #expect(body.utf8.count >= HeapTrimmer.largeBodyBytes)
+            let large = try await server.http(.PATCH, "/large.json?ns=test&print=silent", body: body)
+            #expect(large.status == 204)
+            #expect(await eventually { trimmer.trimCount == 1 })
+        }
+    }
 }
