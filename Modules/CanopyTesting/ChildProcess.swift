@@ -60,10 +60,16 @@ public final class ChildProcess: Sendable {
         directory: String? = nil, standardInput: Stream = .null, standardOutput: Stream = .inherited,
         standardError: Stream = .inherited
     ) throws -> ChildProcess {
+        // Darwin imports both as optional pointers, which its `_init` calls fill in.
+        #if canImport(Darwin)
+        var actions: posix_spawn_file_actions_t? = nil
+        var attributes: posix_spawnattr_t? = nil
+        #else
         var actions = posix_spawn_file_actions_t()
+        var attributes = posix_spawnattr_t()
+        #endif
         try check(posix_spawn_file_actions_init(&actions), "posix_spawn_file_actions_init")
         defer { posix_spawn_file_actions_destroy(&actions) }
-        var attributes = posix_spawnattr_t()
         try check(posix_spawnattr_init(&attributes), "posix_spawnattr_init")
         defer { posix_spawnattr_destroy(&attributes) }
 
@@ -188,7 +194,7 @@ private func check(_ result: Int32, _ call: String) throws(ChildProcessError) {
 }
 
 #if canImport(Darwin)
-private func changeDirectory(_ actions: inout posix_spawn_file_actions_t, _ path: String) -> Int32 {
+private func changeDirectory(_ actions: inout posix_spawn_file_actions_t?, _ path: String) -> Int32 {
     posix_spawn_file_actions_addchdir_np(&actions, path)
 }
 #else

@@ -81,7 +81,13 @@ struct SortedMapTests {
                 // Every third step a copy shares the tree: its nodes must be copied, not changed.
                 let copy = number.isMultiple(of: 3) ? (map: map, entries: Self.entries(of: model)) : nil
                 if step.insert {
-                    map.insert(step.key, step.value)
+                    // Half the insertions through `updateValue`, which says what it replaced.
+                    if number.isMultiple(of: 2) {
+                        let replaced = map.updateValue(step.value, forKey: step.key)
+                        #expect(replaced == model[step.key], "replaced by \(step)")
+                    } else {
+                        map.insert(step.key, step.value)
+                    }
                     model[step.key] = step.value
                 } else {
                     map = map.removing(step.key)
