@@ -171,10 +171,18 @@ public struct CanopyServer: Sendable {
             logger: logger)
         group.maximumGracefulShutdownDuration = configuration.shutdownTimeout
         group.maximumCancellationDuration = configuration.cancellationTimeout
-        // The pool outlives the services: the last commits run as the database service stops.
-        defer { postgres?.pool.cancel() }
+        let outcome: Result<Void, any Error>
         do {
             try await ServiceGroup(configuration: group).run()
+            outcome = .success(())
+        } catch {
+            outcome = .failure(error)
+        }
+        // The pool outlives the services: the last commits run as the database service stops. Its
+        // end releases the node lock, which a process started next under this node name needs.
+        if let postgres { await Self.stop(postgres.pool, within: configuration.cancellationTimeout ?? .seconds(30)) }
+        do {
+            try outcome.get()
         } catch let error as IOError where boundPort.value.withLock({ $0 }) == nil {
             if error.errnoCode == EADDRINUSE {
                 throw StartupError.addressInUse(host: configuration.host, port: configuration.port)
@@ -184,6 +192,24 @@ public struct CanopyServer: Sendable {
             throw StartupError.cannotListen(host: configuration.host, port: configuration.port, errno: nil)
         }
         logger.notice("canopy-server stopped")
+    }
+
+    /// Cancels `task` and waits for it to end, for at most `limit` (a store that does not answer
+    /// must not hold the shutdown).
+    private static func stop(_ task: Task<Void, Never>, within limit: Duration) async {
+        task.cancel()
+        // Not a task group: it would wait for its child awaiting `task` however long that takes.
+        let (ended, end) = AsyncStream<Void>.makeStream()
+        Task {
+            await task.value
+            end.finish()
+        }
+        let timer = Task {
+            try? await Task.sleep(for: limit)
+            end.finish()
+        }
+        for await _ in ended {}
+        timer.cancel()
     }
 }
 

@@ -70,7 +70,17 @@ public final class PostgresStorage: Sendable {
             }
         }
         // Out of the cancelled task, whose cancellation would stop the close before it is sent.
-        if let held = nodeLock.withLock({ $0 }) { await Task { try? await held.close() }.value }
+        // Unlocked first: closing only asks PostgreSQL to end the session, which lets the lock go
+        // a moment later, and a process started at once under this node name found it still held.
+        if let held = nodeLock.withLock({ $0 }) {
+            let (node, logger) = (node, logger)
+            await Task {
+                _ = try? await held.query(
+                    "SELECT pg_advisory_unlock(\(Self.nodeLockClass), hashtext(\(node)))", logger: logger
+                ).collect()
+                try? await held.close()
+            }.value
+        }
     }
 
     /// Checks that PostgreSQL answers and runs the migrations this build knows and the database

@@ -21,6 +21,9 @@ final class RealtimeConnection: RealtimeSocketDelegate, Sendable {
         var socket: RealtimeSocket?
         var assembler = FrameAssembler()
         var keepalive: Task<Void, Never>?
+        /// When the hello is due: set by ``start(tlsConfiguration:timeout:refusal:)`` before the
+        /// connect and upgrade, whose own timers therefore end no sooner.
+        var helloDeadline: ContinuousClock.Instant?
     }
 
     /// How long a close handshake may take before the socket is dropped.
@@ -64,11 +67,17 @@ final class RealtimeConnection: RealtimeSocketDelegate, Sendable {
     func start(
         tlsConfiguration: TLSConfiguration?, timeout: Duration, refusal: @escaping @Sendable (any Error) -> String?
     ) {
+        let deadline = ContinuousClock.now + timeout
+        state.withLock { $0.helloDeadline = deadline }
         Task { await self.run(tlsConfiguration: tlsConfiguration, timeout: timeout, refusal: refusal) }
     }
 
-    /// Waits for the hello; on timeout (or cancellation) abandons the connection and throws.
+    /// Waits for the hello, until `timeout` after ``start(tlsConfiguration:timeout:refusal:)``; on
+    /// timeout (or cancellation) abandons the connection and throws. A failure that comes at the
+    /// deadline or after it is the timeout, whichever timer told it first (the connect's and the
+    /// upgrade's have the same length and start later).
     func waitForHello(timeout: Duration) async throws(RealtimeClientError) -> RealtimeHello {
+        let deadline = state.withLock { $0.helloDeadline } ?? ContinuousClock.now + timeout
         let outcome = await withTaskGroup(of: Result<RealtimeHello, RealtimeClientError>?.self) { group in
             group.addTask { [helloSignal] in
                 for await result in helloSignal { return result }
@@ -76,7 +85,7 @@ final class RealtimeConnection: RealtimeSocketDelegate, Sendable {
             }
             group.addTask { [url] in
                 do {
-                    try await Task.sleep(for: timeout)
+                    try await Task.sleep(until: deadline, clock: .continuous)
                     return .failure(.timedOut(timeout))
                 } catch {
                     return .failure(.connectFailed("\(url): cancelled"))
@@ -90,10 +99,12 @@ final class RealtimeConnection: RealtimeSocketDelegate, Sendable {
         case .success(let hello)?:
             return hello
         case .failure(let error)?:
+            let error = ContinuousClock.now >= deadline ? .timedOut(timeout) : error
             abandon(error)
             throw error
         case nil:
-            let error = RealtimeClientError.connectFailed("\(url): the connection ended before the hello")
+            let ended = RealtimeClientError.connectFailed("\(url): the connection ended before the hello")
+            let error = ContinuousClock.now >= deadline ? .timedOut(timeout) : ended
             abandon(error)
             throw error
         }

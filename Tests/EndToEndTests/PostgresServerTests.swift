@@ -177,6 +177,21 @@ import Tree
         }
     }
 
+    /// A server that stopped has let its node lock go: a process started next under its node name
+    /// (a restart) is not told that another runs under it.
+    @Test func aStoppedServerHasReleasedItsNodeLock() async throws {
+        try await withPostgresCluster { cluster in
+            let held = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = \(0x43_4E_50)"
+            for _ in 0..<3 {
+                try await withTestServer(configure: { $0.joinCluster(cluster, node: "node1") }) { (server: TestServer) async throws in
+                    #expect(try await server.http(.PUT, "/a.json?ns=restarts", body: "1").status == 200)
+                    #expect(try await cluster.psql(held) == "1")
+                }
+                #expect(try await cluster.psql(held) == "0", "the node lock outlived the server")
+            }
+        }
+    }
+
     @Test func aNamespaceIsServedByOneProcessAtATime() async throws {
         try await withPostgresCluster { cluster in
             try await withTestServer(configure: { $0.joinCluster(cluster, node: "node-b") }) { second in
