@@ -183,7 +183,8 @@ import Tree
         try await withPostgresCluster { cluster in
             let held = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = \(0x43_4E_50)"
             for _ in 0..<3 {
-                try await withTestServer(configure: { $0.joinCluster(cluster, node: "node1") }) { (server: TestServer) async throws in
+                try await withTestServer(configure: { $0.joinCluster(cluster, node: "node1") }) {
+                    (server: TestServer) async throws in
                     #expect(try await server.http(.PUT, "/a.json?ns=restarts", body: "1").status == 200)
                     #expect(try await cluster.psql(held) == "1")
                 }
