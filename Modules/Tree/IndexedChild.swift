@@ -18,7 +18,7 @@ enum IndexSortValue: Sendable {
         case .leaf(.bool(let value), _): self = .bool(value)
         case .leaf(.number(let value), _): self = .number(value)
         case .leaf(.string(let value), _): self = .string(value)
-        case .children: self = .children
+        case .children, .packed: self = .children
         case .max: self = .max
         }
     }

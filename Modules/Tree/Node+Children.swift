@@ -9,12 +9,24 @@ extension Node {
     /// queries cost O(log n + k) for k children read. A node whose children carry no priority
     /// walks the child map for the priority index too, since both orders agree.
     public func children(in index: Index, from start: NamedNode? = nil, reverse: Bool = false) -> ChildSequence {
-        guard case .children(let storage) = storage else { return ChildSequence(.none) }
-        if index == .key || (storage.prioritizedChildren == 0 && index == .priority && start?.node.priority == nil) {
-            return ChildSequence(.byKey(storage.children.elements(from: start?.name, reverse: reverse)))
-        }
         let from = start.map { IndexedChild($0, in: index) }
-        return ChildSequence(.byIndex(storage.sorted(by: index).elements(from: from, reverse: reverse)))
+        switch storage {
+        case .children(let storage):
+            if index == .key || (storage.prioritizedChildren == 0 && index == .priority && start?.node.priority == nil) {
+                return ChildSequence(.byKey(storage.children.elements(from: start?.name, reverse: reverse)))
+            }
+            return ChildSequence(.byIndex(storage.sorted(by: index).elements(from: from, reverse: reverse)))
+        case .packed(let text):
+            // No priorities inside; other orders are sorted anew (a packed node is small).
+            let children = Node.unpacked(text)
+            if index == .key || (index == .priority && start?.node.priority == nil) {
+                return ChildSequence(.byKey(children.elements(from: start?.name, reverse: reverse)))
+            }
+            let sorted = IndexedChildren(children: children, by: index)
+            return ChildSequence(.byIndex(sorted.elements(from: from, reverse: reverse)))
+        case .empty, .leaf, .max:
+            return ChildSequence(.none)
+        }
     }
 
     /// The first child in `index` order.
@@ -31,12 +43,22 @@ extension Node {
 
     /// The key of the child just before `name` (holding `child`) in `index` order, if any.
     public func predecessor(of name: ChildKey, child: Node, in index: Index) -> ChildKey? {
-        guard case .children(let storage) = storage else { return nil }
-        if index == .key || (storage.prioritizedChildren == 0 && index == .priority && child.priority == nil) {
-            return storage.children.predecessor(of: name)?.key
+        let named = IndexedChild(NamedNode(name: name, node: child), in: index)
+        switch storage {
+        case .children(let storage):
+            if index == .key || (storage.prioritizedChildren == 0 && index == .priority && child.priority == nil) {
+                return storage.children.predecessor(of: name)?.key
+            }
+            return storage.sorted(by: index).predecessor(of: named)?.key.named.name
+        case .packed(let text):
+            let children = Node.unpacked(text)
+            if index == .key || (index == .priority && child.priority == nil) {
+                return children.predecessor(of: name)?.key
+            }
+            return IndexedChildren(children: children, by: index).predecessor(of: named)?.key.named.name
+        case .empty, .leaf, .max:
+            return nil
         }
-        return storage.sorted(by: index).predecessor(of: IndexedChild(NamedNode(name: name, node: child), in: index))?
-            .key.named.name
     }
 }
 

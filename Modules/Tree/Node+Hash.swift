@@ -31,6 +31,14 @@ extension Node {
             let hash = text.isEmpty ? "" : Self.sha1Base64(text)
             storage.cache.withLock { $0.hash = hash }
             return hash
+        case .packed:
+            // No priorities inside: priority order is key order.
+            var text = ""
+            for (name, child) in children {
+                let childHash = child.hash
+                if !childHash.isEmpty { text += ":\(name.string):\(childHash)" }
+            }
+            return text.isEmpty ? "" : Self.sha1Base64(text)
         }
     }
 

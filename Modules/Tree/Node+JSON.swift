@@ -54,12 +54,13 @@ extension Node {
             let leaf = value.json
             guard exportFormat, let priority else { return leaf }
             return .object([".value": leaf, ".priority": priority.leafValue.json])
-        case .children(let storage):
+        case .children, .packed:
+            let children = children
             var members: [String: JSONValue] = [:]
-            members.reserveCapacity(storage.children.count)
+            members.reserveCapacity(children.count)
             var maxIndex = -1
             var allArrayIndexes = !exportFormat
-            for (key, child) in storage.children {
+            for (key, child) in children {
                 members[key.string] = child.json(exportFormat: exportFormat)
                 if allArrayIndexes, let index = Self.arrayIndex(key.string) {
                     maxIndex = Swift.max(maxIndex, index)
@@ -72,7 +73,7 @@ extension Node {
                 for (key, value) in members { if let index = Self.arrayIndex(key) { array[index] = value } }
                 return .array(array)
             }
-            if exportFormat, let priority = storage.priority { members[".priority"] = priority.leafValue.json }
+            if exportFormat, let priority { members[".priority"] = priority.leafValue.json }
             return .object(members)
         }
     }

@@ -43,15 +43,14 @@ private struct JSONTextWriter {
             memberKey(".value", first: false, indent: indent)
             write(value)
             close("}", indent: indent)
-        case .children(let storage):
-            if let packed = storage.packed, !pretty {
-                output += packed
-                return
-            }
-            if !exportFormat, arrayAllowed, let last = Self.arrayLength(of: storage.children) {
-                writeArray(storage.children, length: last, indent: indent)
+        case .packed(let text) where !pretty:
+            output += text
+        case .children, .packed:
+            let children = node.children
+            if !exportFormat, arrayAllowed, let last = Self.arrayLength(of: children) {
+                writeArray(children, length: last, indent: indent)
             } else {
-                writeObject(storage.children, priority: exportFormat ? storage.priority : nil, indent: indent)
+                writeObject(children, priority: exportFormat ? node.priority : nil, indent: indent)
             }
         }
     }

@@ -19,6 +19,10 @@ public struct Node: Sendable {
         case empty
         case leaf(LeafValue, Priority?)
         case children(ChildrenStorage)
+        /// Children held as the compact JSON text of an object, without priorities (see
+        /// ``Node/packedText``): decoded when something looks inside, turned into ``children(_:)``
+        /// when changed.
+        case packed(String)
         /// Sorts after every node; only used for query bounds.
         case max
     }
@@ -72,7 +76,7 @@ public struct Node: Sendable {
         switch storage {
         case .leaf(_, let priority): priority
         case .children(let storage): storage.priority
-        case .empty, .max: nil
+        case .empty, .max, .packed: nil
         }
     }
 
@@ -80,7 +84,7 @@ public struct Node: Sendable {
         switch storage {
         case .leaf(_, .some): true
         case .children(let storage): storage.priority != nil
-        case .leaf(_, .none), .empty, .max: false
+        case .leaf(_, .none), .empty, .max, .packed: false
         }
     }
 
@@ -91,22 +95,34 @@ public struct Node: Sendable {
 
     /// The children in key order (empty for leaves).
     public var children: ChildMap {
-        if case .children(let storage) = storage { return storage.children }
-        return ChildMap(order: KeyOrder())
+        switch storage {
+        case .children(let storage): storage.children
+        case .packed(let text): Node.unpacked(text)
+        case .empty, .leaf, .max: ChildMap(order: KeyOrder())
+        }
     }
 
     public var childCount: Int {
-        if case .children(let storage) = storage {
-            return storage.packed.map(PackedObject.count(of:)) ?? storage.children.count
+        switch storage {
+        case .children(let storage): storage.children.count
+        case .packed(let text): PackedObject.count(of: text)
+        case .empty, .leaf, .max: 0
         }
-        return 0
     }
 
     /// The child named `key` (``empty`` when absent); `.priority` reads the priority. O(log n).
     public func child(_ key: ChildKey) -> Node {
         if key.isPriorityKey { return priorityNode }
-        if case .children(let storage) = storage { return storage.child(key) ?? .empty }
-        return .empty
+        return existingChild(key) ?? .empty
+    }
+
+    /// The data child named `key`, `nil` when there is none: O(log n), or a scan of packed text.
+    private func existingChild(_ key: ChildKey) -> Node? {
+        switch storage {
+        case .children(let storage): storage.child(key)
+        case .packed(let text): PackedObject.child(key, in: text)
+        case .empty, .leaf, .max: nil
+        }
     }
 
     /// The node at `path` below this one (``empty`` when absent). O(depth · log n).
@@ -114,7 +130,7 @@ public struct Node: Sendable {
         var node = self
         for key in path.components {
             if key.isPriorityKey { return node.priorityNode }
-            guard case .children(let storage) = node.storage, let next = storage.child(key) else { return .empty }
+            guard let next = node.existingChild(key) else { return .empty }
             node = next
         }
         return node
@@ -126,10 +142,7 @@ public struct Node: Sendable {
     /// A leaf becomes a node with children; a node left without children becomes ``empty``.
     public func updatingChild(_ key: ChildKey, to node: Node) -> Node {
         if key.isPriorityKey { return withPriority(node.leafValue.flatMap(Priority.init(leaf:))) }
-        switch storage {
-        case .empty, .max, .leaf: return replacingChild(key, old: nil, with: node)
-        case .children(let storage): return replacingChild(key, old: storage.child(key), with: node)
-        }
+        return replacingChild(key, old: existingChild(key), with: node)
     }
 
     /// `updatingChild` for a data key whose current child `old` the caller already looked up.
@@ -139,6 +152,15 @@ public struct Node: Sendable {
             if node.isEmpty { return self }
             let map = ChildMap(order: KeyOrder()).inserting(key, node)
             return Node(storage: .children(ChildrenStorage(children: map, priority: priority)))
+        case .packed(let text):
+            var map = Node.unpacked(text)
+            if node.isEmpty {
+                guard old != nil else { return self }
+                map = map.removing(key)
+            } else {
+                map = map.inserting(key, node)
+            }
+            return Node(map: map, priority: nil)
         case .children(let storage):
             let map: ChildMap
             if node.isEmpty {
@@ -156,12 +178,8 @@ public struct Node: Sendable {
     public func updating(at path: Path, to node: Node) -> Node {
         guard let front = path.front else { return node }
         if front.isPriorityKey { return updatingChild(front, to: node) }
-        let rest = path.popFront()
-        guard case .children(let storage) = storage else {
-            return replacingChild(front, old: nil, with: Node.empty.updating(at: rest, to: node))
-        }
-        let old = storage.child(front)
-        return replacingChild(front, old: old, with: (old ?? .empty).updating(at: rest, to: node))
+        let old = existingChild(front)
+        return replacingChild(front, old: old, with: (old ?? .empty).updating(at: path.popFront(), to: node))
     }
 
     /// Replaces the node at `path` by `node`: the same result as ``updating(at:to:)``, but the
@@ -190,6 +208,10 @@ public struct Node: Sendable {
         guard let front = path.front else {
             self = node
             return InPlaceChange(hadPriority: hadPriority, hasPriority: node.hasPriority, isEmpty: node.isEmpty)
+        }
+        if !front.isPriorityKey, case .packed(let text) = storage {
+            // Changed in place from here on: a map this node alone holds.
+            storage = .children(ChildrenStorage(children: Node.unpacked(text), priority: nil))
         }
         guard !front.isPriorityKey, case .children(var box) = storage else {
             self = updating(at: path, to: node)
@@ -226,7 +248,7 @@ public struct Node: Sendable {
     /// let replaced = root.setChildrenInPlace(at: "users", [("u1", ada), ("u2", grace)])
     /// ```
     package mutating func setChildrenInPlace(at path: Path, _ children: [(key: ChildKey, node: Node)]) -> [Node]? {
-        guard case .children(var box) = storage, box.packed == nil, !children.contains(where: \.node.isEmpty) else {
+        guard case .children(var box) = storage, !children.contains(where: \.node.isEmpty) else {
             return nil
         }
         storage = .empty
@@ -249,6 +271,8 @@ public struct Node: Sendable {
         case .leaf(let value, _): Node(value, priority: priority)
         case .children(let storage):
             Node(storage: .children(storage.withPriority(priority)))
+        case .packed(let text):
+            priority == nil ? self : Node(map: Node.unpacked(text), priority: priority)
         }
     }
 
@@ -257,7 +281,7 @@ public struct Node: Sendable {
         switch storage {
         case .empty: 0
         case .leaf: 1
-        case .children: 2
+        case .children, .packed: 2
         case .max: 3
         }
     }
@@ -279,12 +303,16 @@ extension Node: Equatable {
         switch (lhs.storage, rhs.storage) {
         case (.empty, .empty), (.max, .max): return true
         case (.leaf(let a, let pa), .leaf(let b, let pb)): return a == b && pa == pb
-        case (.children(let a), .children(let b)):
-            if a === b { return true }
+        case (.children(let a), .children(let b)) where a === b:
+            return true
+        case (.packed(let a), .packed(let b)):
             // By bytes: keys that differ only in Unicode normalization are different keys.
-            if let textA = a.packed, let textB = b.packed { return textA.utf8.elementsEqual(textB.utf8) }
-            guard a.priority == b.priority, a.children.count == b.children.count else { return false }
-            return zip(a.children, b.children).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+            return a.utf8.elementsEqual(b.utf8)
+        case (.children, .children), (.children, .packed), (.packed, .children):
+            guard lhs.priority == rhs.priority else { return false }
+            let a = lhs.children
+            let b = rhs.children
+            return a.count == b.count && zip(a, b).allSatisfy { $0.key == $1.key && $0.value == $1.value }
         default: return false
         }
     }
@@ -297,9 +325,6 @@ extension Node: Equatable {
 /// makes the `@unchecked Sendable` sound.
 @usableFromInline final class ChildrenStorage: @unchecked Sendable {
     @exclusivity(unchecked) private var map: ChildMap
-    /// The children as compact JSON text instead of ``map`` (see ``Node/init(packedObject:)``), until
-    /// they are changed in place.
-    private(set) var packed: String?
     let priority: Priority?
     /// How many children carry a priority; when none do, priority order is key order.
     private(set) var prioritizedChildren: Int
@@ -312,7 +337,6 @@ extension Node: Equatable {
 
     init(children: ChildMap, priority: Priority?, prioritizedChildren: Int, indexes: [Index: BuiltIndex]) {
         self.map = children
-        self.packed = nil
         self.priority = priority
         self.prioritizedChildren = prioritizedChildren
         self.cache = Mutex(Cache(hash: nil, indexes: indexes))
@@ -328,26 +352,11 @@ extension Node: Equatable {
         self.init(children: children, priority: priority, prioritizedChildren: count, indexes: [:])
     }
 
-    /// Storage for children held as the compact JSON text of an object (no priorities inside).
-    init(packed text: String) {
-        self.map = ChildMap(order: KeyOrder())
-        self.packed = text
-        self.priority = nil
-        self.prioritizedChildren = 0
-        self.cache = Mutex(Cache(hash: nil, indexes: [:]))
-    }
+    /// The children in key order.
+    var children: ChildMap { map }
 
-    /// The children in key order; packed children are decoded on every read.
-    var children: ChildMap {
-        guard let packed else { return map }
-        return Node.unpacked(packed)
-    }
-
-    /// The child named `key`, if any: O(log n), or a scan of the packed text.
-    func child(_ key: ChildKey) -> Node? {
-        guard let packed else { return map[key] }
-        return PackedObject.child(key, in: packed)
-    }
+    /// The child named `key`, if any: O(log n).
+    func child(_ key: ChildKey) -> Node? { map[key] }
 
     var indexSnapshot: [Index: BuiltIndex] { cache.withLock { $0.indexes } }
 
@@ -383,7 +392,6 @@ extension Node: Equatable {
     /// ``canChangeInPlace``); `false` when there is no such child. A child left empty is removed,
     /// and the hash is computed anew.
     func modifyChild(_ key: ChildKey, _ body: (inout Node) -> Node.InPlaceChange) -> Bool {
-        unpackInPlace()
         var change: Node.InPlaceChange?
         guard map.modifyValue(forKey: key, { change = body(&$0) }), let change else { return false }
         prioritizedChildren += (change.hasPriority ? 1 : 0) - (change.hadPriority ? 1 : 0)
@@ -395,7 +403,6 @@ extension Node: Equatable {
     /// Adds child `key`, which this storage does not have, in place (under the same conditions as
     /// ``modifyChild(_:_:)``).
     func insertChild(_ key: ChildKey, _ node: Node) {
-        unpackInPlace()
         map.insert(key, node)
         if node.priority != nil { prioritizedChildren += 1 }
         cache.withLock { $0.hash = nil }
@@ -405,7 +412,6 @@ extension Node: Equatable {
     /// ``modifyChild(_:_:)``; no node empty), one walk of the map per child; returns the children
     /// replaced, in order, `.empty` for those that are new.
     func setChildren(_ children: [(key: ChildKey, node: Node)]) -> [Node] {
-        unpackInPlace()
         var replaced: [Node] = []
         replaced.reserveCapacity(children.count)
         var prioritized = prioritizedChildren
@@ -417,13 +423,6 @@ extension Node: Equatable {
         prioritizedChildren = prioritized
         cache.withLock { $0.hash = nil }
         return replaced
-    }
-
-    /// Turns packed children into a map, before a change in place.
-    private func unpackInPlace() {
-        guard let packed else { return }
-        map = Node.unpacked(packed)
-        self.packed = nil
     }
 
     func withPriority(_ priority: Priority?) -> ChildrenStorage {

@@ -187,14 +187,14 @@ extension Node {
     /// A node whose children are the members of `text`, the packed text of an object (see
     /// ``packedText``). Only for text that ``packedText`` gave, stored and read back unchanged.
     package init(packedObject text: String) {
-        self.init(storage: .children(ChildrenStorage(packed: text)))
+        self.init(storage: .packed(text))
     }
 
     /// The compact JSON text this node's children are held as, when they are packed: a small
     /// object written by the server (see ``init(json:at:existing:serverValues:packing:)``) or
     /// read from a store that kept it as one row.
     package var packedText: String? {
-        if case .children(let storage) = storage { return storage.packed }
+        if case .packed(let text) = storage { return text }
         return nil
     }
 

@@ -13,8 +13,11 @@ struct IndexRetentionTests {
     @Test func twoDatabasesInOneProcessKeepTheirOwnIndexLimits() async throws {
         let names = (0..<4).map { "f\($0)" }
         var children: [String: JSONValue] = [:]
+        // Values too long for the children to be packed: a packed node sorts its few members anew
+        // for each query and keeps no index.
         for key in ["a", "b", "c"] {
-            children[key] = .object(Dictionary(uniqueKeysWithValues: names.map { ($0, JSONValue.string(key)) }))
+            let value = JSONValue.string(String(repeating: key, count: 300))
+            children[key] = .object(Dictionary(uniqueKeysWithValues: names.map { ($0, value) }))
         }
         let logger = Logger(label: "test")
         var built: [Int: Int] = [:]

@@ -131,6 +131,15 @@ struct PackedObjectTests {
         for index in [Index.key, .priority, .value, .child("a"), .child("b/c")] {
             #expect(packed.children(in: index).map(\.name) == plain.children(in: index).map(\.name))
             #expect(packed.firstChild(in: index)?.name == plain.firstChild(in: index)?.name)
+            #expect(packed.lastChild(in: index)?.name == plain.lastChild(in: index)?.name)
+            for child in plain.children(in: index) {
+                #expect(
+                    packed.predecessor(of: child.name, child: child.node, in: index)
+                        == plain.predecessor(of: child.name, child: child.node, in: index))
+                #expect(
+                    packed.children(in: index, from: child).map(\.name)
+                        == plain.children(in: index, from: child).map(\.name))
+            }
         }
     }
 
