@@ -12,7 +12,8 @@ extension Node {
         let from = start.map { IndexedChild($0, in: index) }
         switch storage {
         case .children(let storage):
-            if index == .key || (storage.prioritizedChildren == 0 && index == .priority && start?.node.priority == nil) {
+            if index == .key || (storage.prioritizedChildren == 0 && index == .priority && start?.node.priority == nil)
+            {
                 return ChildSequence(.byKey(storage.children.elements(from: start?.name, reverse: reverse)))
             }
             return ChildSequence(.byIndex(storage.sorted(by: index).elements(from: from, reverse: reverse)))
