@@ -9,7 +9,8 @@ same bytes. Two shapes:
   five 2 MB strings and an array of 2,000 objects;
 - `wide`: one node with --children small children, as a Firebase export's `users/`:
   `{"users": {"u0000000": {"bio": <200 bytes>, "name": "user 0", "score": 0}, ...}}` (SIZE_MB is
-  ignored).
+  ignored); with `--leaves 6` each child has six leaves (`active`, `bio`, `city`, `email`, `name`,
+  `score`; 400,000 children make 131 MB).
 
 Starts canopy-server on a free port with its data in a temporary folder,
 imports the file with `canopy import`, exports it again with `canopy export`, and samples each
@@ -19,7 +20,7 @@ restarts the server on the same folder and times the first read (which loads the
 how much memory the server holds for the data before and after the restart, and compares the two
 files with `cmp`.
 
-    Tools/cli-roundtrip.py [SIZE_MB] [--shape records|wide] [--children N] [--bin DIR] [--keep]
+    Tools/cli-roundtrip.py [SIZE_MB] [--shape records|wide] [--children N] [--leaves 3|6] [--bin DIR] [--keep]
 
 Release builds first (DIR defaults to .build-release/release):
     swift build -c release --scratch-path .build-release --product canopy-server
@@ -86,7 +87,15 @@ def generate(path, size_mb):
 WIDE_BIO = 200
 
 
-def generate_wide(path, children):
+def wide_child(i, leaves, bio):
+    # Keys in the server's order (none of them looks like an integer).
+    if leaves == 3:
+        return f'"u{i:07d}":{{"bio":"{bio}","name":"user {i}","score":{i}}}'
+    return (f'"u{i:07d}":{{"active":{str(i % 3 == 0).lower()},"bio":"{bio}","city":"city {i % 1000}",'
+            f'"email":"user{i}@example.com","name":"user {i}","score":{i}}}')
+
+
+def generate_wide(path, children, leaves=3):
     """Writes one node with `children` small children and returns the document's size in bytes."""
     started = time.monotonic()
     bio = "b" * WIDE_BIO
@@ -95,9 +104,7 @@ def generate_wide(path, children):
         for start in range(0, children, 10_000):
             if start:
                 out.write(",")
-            out.write(",".join(
-                f'"u{i:07d}":{{"bio":"{bio}","name":"user {i}","score":{i}}}'
-                for i in range(start, min(children, start + 10_000))))
+            out.write(",".join(wide_child(i, leaves, bio) for i in range(start, min(children, start + 10_000))))
         out.write("}}\n")
     size = os.path.getsize(path)
     say(f"generated {size / 1e6:.1f} MB (one node with {children} children) in {time.monotonic() - started:.1f} s")
@@ -189,6 +196,7 @@ def main():
     parser.add_argument("size_mb", nargs="?", type=int, default=1000)
     parser.add_argument("--shape", choices=["records", "wide"], default="records")
     parser.add_argument("--children", type=int, default=100_000, help="children of the wide node")
+    parser.add_argument("--leaves", type=int, choices=[3, 6], default=3, help="leaves of each child of the wide node")
     parser.add_argument("--bin", default=".build-release/release")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     options = parser.parse_args()
@@ -205,7 +213,7 @@ def main():
         source = os.path.join(folder, "source.json")
         exported = os.path.join(folder, "export.json")
         if options.shape == "wide":
-            size = generate_wide(source, options.children)
+            size = generate_wide(source, options.children, options.leaves)
         else:
             size = generate(source, options.size_mb)
         server, url = start_server(server_binary, os.path.join(folder, "data"))
