@@ -307,11 +307,35 @@ struct ImportChunker {
     private static func writeMember(
         _ key: String, isArray: Bool, after separator: String, before suffix: String = "", to output: inout ByteBuffer
     ) {
-        let utf8 = key.utf8
-        if isArray || !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            output.writeString(separator + "\"" + key + "\":" + suffix)
-        } else {
-            output.writeString(separator + JSONPrinter.quoted(key) + ":" + suffix)
+        var quoted = key
+        if !isArray, key.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            quoted = JSONPrinter.quoted(key)
+            quoted.removeFirst()
+            quoted.removeLast()
+        }
+        // One write into the buffer: each call to it checks its storage's exclusive access.
+        let count = separator.utf8.count + quoted.utf8.count + 3 + suffix.utf8.count
+        output.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { buffer in
+            var index = 0
+            for byte in separator.utf8 {
+                buffer[index] = byte
+                index += 1
+            }
+            buffer[index] = UInt8(ascii: "\"")
+            let keyStart = index + 1
+            let keyLength = quoted.withUTF8 { text in
+                UnsafeMutableRawBufferPointer(rebasing: buffer[keyStart...]).copyMemory(from: UnsafeRawBufferPointer(text))
+                return text.count
+            }
+            index = keyStart + keyLength
+            buffer[index] = UInt8(ascii: "\"")
+            buffer[index + 1] = UInt8(ascii: ":")
+            index += 2
+            for byte in suffix.utf8 {
+                buffer[index] = byte
+                index += 1
+            }
+            return index
         }
     }
 

@@ -272,6 +272,16 @@ final class JSONStreamReader {
             let bytes = self.bytes
             let end = self.end
             let runStart = index
+            // Eight bytes at a time while none of them ends the run.
+            while end - index >= 8 {
+                let word = UInt64(littleEndian: UnsafeRawPointer(bytes + index).loadUnaligned(as: UInt64.self))
+                let found = Self.runEnds(in: word)
+                if found != 0 {
+                    index += found.trailingZeroBitCount >> 3
+                    break
+                }
+                index += 8
+            }
             while index < end {
                 let byte = bytes[index]
                 if byte == 0x22 || byte == 0x5C || byte < 0x20 || byte >= 0x80 { break }
@@ -313,6 +323,19 @@ final class JSONStreamReader {
                 index += count
             }
         }
+    }
+
+    /// The high bit of each byte of `word` (its first byte in the lowest bits) that is `"`, `\`, a
+    /// control character or not ASCII; only the lowest set bit is exact (a borrow can mark a byte
+    /// above a marked one), which is all a scan for the first such byte needs.
+    static func runEnds(in word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let high: UInt64 = 0x8080_8080_8080_8080
+        func zeroBytes(_ value: UInt64) -> UInt64 { (value &- ones) & ~value & high }
+        let quote = zeroBytes(word ^ (ones &* 0x22))
+        let backslash = zeroBytes(word ^ (ones &* 0x5C))
+        let control = (word &- ones &* 0x20) & ~word & high
+        return quote | backslash | control | (word & high)
     }
 
     /// Checks the escape at `index`; returns the decoded UTF-8 length and the escape's length.
