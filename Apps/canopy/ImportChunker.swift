@@ -324,7 +324,8 @@ struct ImportChunker {
             buffer[index] = UInt8(ascii: "\"")
             let keyStart = index + 1
             let keyLength = quoted.withUTF8 { text in
-                UnsafeMutableRawBufferPointer(rebasing: buffer[keyStart...]).copyMemory(from: UnsafeRawBufferPointer(text))
+                let destination = UnsafeMutableRawBufferPointer(rebasing: buffer[keyStart...])
+                destination.copyMemory(from: UnsafeRawBufferPointer(text))
                 return text.count
             }
             index = keyStart + keyLength
