@@ -412,6 +412,12 @@ extension Node: Equatable {
     /// ``modifyChild(_:_:)``; no node empty), one walk of the map per child; returns the children
     /// replaced, in order, `.empty` for those that are new.
     func setChildren(_ children: [(key: ChildKey, node: Node)]) -> [Node] {
+        // New children after the last (an import of a node exported in key order) join the map whole.
+        if children.count > 1, map.append(sorted: children.lazy.map { (key: $0.key, value: $0.node) }) {
+            prioritizedChildren += children.count(where: { $0.node.priority != nil })
+            cache.withLock { $0.hash = nil }
+            return Array(repeating: .empty, count: children.count)
+        }
         var replaced: [Node] = []
         replaced.reserveCapacity(children.count)
         var prioritized = prioritizedChildren

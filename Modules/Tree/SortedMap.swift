@@ -120,6 +120,30 @@ public struct SortedMap<Key: Sendable, Value: Sendable, Order: SortOrder<Key>>: 
         return replaced
     }
 
+    /// Adds `pairs`, sorted by `order` with distinct keys that all sort after the map's last key,
+    /// in O(m + log n) for m pairs: they are built into a balanced tree, joined to this one along
+    /// its right edge. Returns `false`, having changed nothing, when `pairs` are not such keys
+    /// (the caller then inserts them one by one).
+    ///
+    /// ```swift
+    /// var ids = SortedMap<ChildKey, Int, KeyOrder>(order: KeyOrder()).inserting("a", 1)
+    /// ids.append(sorted: [("b", 2), ("c", 3)])   // true
+    /// ids.append(sorted: [("a", 0)])             // false: "a" does not sort after "c"
+    /// ```
+    @discardableResult
+    public mutating func append(sorted pairs: some Collection<(key: Key, value: Value)>) -> Bool {
+        guard let first = pairs.first else { return true }
+        var previous = first.key
+        if let last = last, order.compare(last.key, previous) >= 0 { return false }
+        for pair in pairs.dropFirst() {
+            guard order.compare(previous, pair.key) < 0 else { return false }
+            previous = pair.key
+        }
+        let rest = SortedMap(sorted: pairs.dropFirst().lazy.map { ($0.key, $0.value) }, order: order)
+        root = Self.join(root, first.key, first.value, rest.root)
+        return true
+    }
+
     /// A map without `key` (the same map when absent). O(log n).
     public func removing(_ key: Key) -> SortedMap {
         guard self[key] != nil else { return self }
@@ -415,6 +439,21 @@ extension SortedMap {
     @inline(never)
     static func copy(of node: Tree) -> Tree {
         Tree(key: node.key, value: node.value, left: node.left, right: node.right)
+    }
+
+    /// The tree of `left`'s entries, then `key`, then `right`'s (every key of `left` sorts before
+    /// `key`, every key of `right` after it), balanced: O(|height(left) - height(right)|), new
+    /// nodes only along the edge of the taller tree where the shorter one joins it.
+    static func join(_ left: Tree?, _ key: Key, _ value: Value, _ right: Tree?) -> Tree {
+        let hl = height(left)
+        let hr = height(right)
+        if hl > hr + 1, let left {
+            return balanced(left.key, left.value, left.left, join(left.right, key, value, right))
+        }
+        if hr > hl + 1, let right {
+            return balanced(right.key, right.value, join(left, key, value, right.left), right.right)
+        }
+        return Tree(key: key, value: value, left: left, right: right)
     }
 
     static func removeMin(_ node: Tree) -> (min: Tree, rest: Tree?) {

@@ -125,6 +125,45 @@ struct SortedMapTests {
         }
     }
 
+    /// Sorted runs appended after the last key join the tree whole: it stays balanced (whatever the
+    /// two heights), holds what inserting them one by one gives, and a copy sharing it is unchanged.
+    @Test func appendingSortedRunsKeepsBalanceAndContents() async {
+        let runs = zip(Gen.int(in: 0...400), Gen.int(in: 0...3), Gen.int(in: 1...3)).array(of: 1...8)
+        await propertyCheck(count: 100, input: runs) { runs in
+            var map = IntMap(order: NaturalOrder())
+            var model: [Int: Int] = [:]
+            var next = 0
+            for (length, gap, step) in runs {
+                let copy = (map: map, entries: Self.entries(of: model))
+                next += gap
+                let pairs = (0..<length).map { (key: next + $0 * step, value: -$0) }
+                let appended = map.append(sorted: pairs)
+                #expect(appended)
+                for pair in pairs { model[pair.key] = pair.value }
+                next += length * step
+                #expect(map.invariantViolation() == nil, "after a run of \(length) on \(copy.entries.count)")
+                #expect(Self.differences(map, model).isEmpty)
+                #expect(Self.entries(of: copy.map) == copy.entries, "a copy changed")
+            }
+        }
+    }
+
+    @Test func pairsThatDoNotFollowTheLastKeyAreNotAppended() {
+        var map = IntMap(sorted: [(1, 1), (5, 5)], order: NaturalOrder())
+        let refused = [
+            [(key: 5, value: 0), (key: 6, value: 0)], [(key: 3, value: 0)], [(key: 7, value: 0), (key: 7, value: 1)],
+            [(key: 9, value: 0), (key: 8, value: 0)],
+        ]
+        for pairs in refused {
+            let appended = map.append(sorted: pairs)
+            #expect(!appended, "\(pairs)")
+        }
+        #expect(Self.entries(of: map) == [Entry(key: 1, value: 1), Entry(key: 5, value: 5)])
+        let appended = map.append(sorted: [(key: 6, value: 6)])
+        #expect(appended)
+        #expect(map.count == 3 && map.invariantViolation() == nil)
+    }
+
     @Test func keyOrderMap() {
         let map = SortedMap<ChildKey, Int, KeyOrder>(order: KeyOrder())
             .inserting("b", 2).inserting("10", 10).inserting("a", 1).inserting("2", 20)
