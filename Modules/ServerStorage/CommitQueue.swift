@@ -257,16 +257,24 @@ public final class CommitQueue: Sendable {
             return [Answer(completion: batch[0].onDurable, result: .success(()))]
         }
         var writes: [StoredWrite] = []
-        writes.reserveCapacity(batch.reduce(0) { $0 + $1.writes.count })
         var disconnects: [DisconnectChange] = []
         var writeIDs = state.withLock { state in
             defer { state.carriedWriteIDs = [] }
             return state.carriedWriteIDs
         }
-        for submission in batch {
-            writes.append(contentsOf: submission.writes)
-            disconnects.append(contentsOf: submission.disconnects)
-            writeIDs.append(contentsOf: submission.writeIDs)
+        if batch.count == 1 {
+            // A submission alone (an import's update of thousands of children) is committed as it
+            // was handed over, without a copy of each write.
+            writes = batch[0].writes
+            disconnects = batch[0].disconnects
+            writeIDs.append(contentsOf: batch[0].writeIDs)
+        } else {
+            writes.reserveCapacity(batch.reduce(0) { $0 + $1.writes.count })
+            for submission in batch {
+                writes.append(contentsOf: submission.writes)
+                disconnects.append(contentsOf: submission.disconnects)
+                writeIDs.append(contentsOf: submission.writeIDs)
+            }
         }
         writeIDs = WriteIDChange.latest(writeIDs)
         if writes.isEmpty, disconnects.isEmpty, !writeIDs.isEmpty {

@@ -22,6 +22,40 @@ struct PreparedStatement {
         _ = try step(arguments, readingInteger: false)
     }
 
+    /// Runs the statement to completion with `first` and `second` bound to `?1` and `?2`, without
+    /// SQLite copying either (a row's path and text, bound once for every row a commit writes).
+    func execute(_ first: String, _ second: String) throws {
+        var first = first
+        var second = second
+        let handle = statement.sqliteStatement
+        try first.withUTF8 { first in
+            try second.withUTF8 { second in
+                sqlite3_reset(handle)
+                // Unbound before the texts go: the statement must not keep pointers into them.
+                defer {
+                    sqlite3_reset(handle)
+                    sqlite3_clear_bindings(handle)
+                }
+                try bind(first, to: 1, of: handle)
+                try bind(second, to: 2, of: handle)
+                let code = sqlite3_step(handle)
+                guard code == SQLITE_DONE else { throw error(code) }
+            }
+        }
+    }
+
+    /// Binds `text` to parameter `index` where it lies (`SQLITE_STATIC`): it must stay there while bound.
+    private func bind(_ text: UnsafeBufferPointer<UInt8>, to index: Int32, of handle: OpaquePointer?) throws {
+        let code =
+            if let base = text.baseAddress {
+                sqlite3_bind_text(
+                    handle, index, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(text.count), nil)
+            } else {
+                sqlite3_bind_text(handle, index, "", 0, transient)
+            }
+        guard code == SQLITE_OK else { throw error(code) }
+    }
+
     /// Runs a query and returns its first column of its first row as a boolean (`false` without rows).
     func fetchBool(_ arguments: String...) throws -> Bool {
         try step(arguments, readingInteger: true) != 0

@@ -103,7 +103,18 @@ public struct Path: Sendable, Hashable, Comparable, CustomStringConvertible, Exp
     /// `/a/b` form, `/` for the root.
     public var description: String { "/" + keys.map(\.string).joined(separator: "/") }
     /// `a/b` form, empty for the root (the wire form of the realtime protocol).
-    public var wireString: String { keys.map(\.string).joined(separator: "/") }
+    public var wireString: String {
+        guard keys.count > 1 else { return keys.first?.string ?? "" }
+        // Sized once and appended to: a store builds one for every row it writes.
+        var text = ""
+        text.reserveCapacity(keys.reduce(keys.count - 1) { $0 + $1.string.utf8.count })
+        text += keys[keys.startIndex].string
+        for key in keys.dropFirst() {
+            text += "/"
+            text += key.string
+        }
+        return text
+    }
 
     public static func == (lhs: Path, rhs: Path) -> Bool { lhs.keys.elementsEqual(rhs.keys) }
 
