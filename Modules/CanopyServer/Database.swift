@@ -351,7 +351,8 @@ actor Database {
             return .applied
         }
         let writes = children.map { StoredWrite(path: path.child($0.path), node: $0.node) }
-        apply(writes: writes, merge: children, at: path) { error in
+        // Handed over, not shared: each learns from the tree in place.
+        apply(writes: consume writes, merge: children, at: path) { error in
             reply(error.map { .rejected($0) } ?? .ok(value: .empty))
         }
         return .applied
@@ -418,13 +419,12 @@ actor Database {
     /// Applies validated writes in memory, computes the pushes they cause, and queues them for
     /// commit; `done` gets `nil` once durable (after the pushes went out) or the error.
     private func apply(
-        writes: [StoredWrite], merge: [(path: Path, node: Node)]?, at path: Path,
+        writes: consuming [StoredWrite], merge: [(path: Path, node: Node)]?, at path: Path,
         done: @escaping @Sendable (WriteError?) -> Void
     ) {
         // Only listeners below the write compare old data with new. Without them nothing else holds
         // the tree, so the update changes it in place instead of copying the nodes on the way.
         let old = listeners.hasListeners(below: path) ? root : nil
-        var writes = writes
         let deliveries = IndexRetention.$current.withValue(indexRetention) {
             if old == nil, let replaced = Self.setChildrenInPlace(of: &root, at: path, writes) {
                 for index in writes.indices { writes[index].learn(replacing: replaced[index]) }
@@ -487,6 +487,8 @@ actor Database {
         var order = Array(built.indices)
         let keys = built.compactMap { $0.path.count == 1 ? $0.path.front : nil }
         if keys.count == built.count {
+            // Already in order and distinct (an export read back): taken as they stand.
+            if zip(keys, keys.dropFirst()).allSatisfy({ ChildKey.compare($0, $1) < 0 }) { return built }
             order.sort { ChildKey.compare(keys[$0], keys[$1]) < 0 }
             // Children of one node overlap only when one is named twice.
             for (previous, next) in zip(order, order.dropFirst())
