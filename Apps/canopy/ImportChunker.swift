@@ -47,10 +47,8 @@ struct ImportChunker {
         }
     }
 
-    /// A container being read.
+    /// A container being read; the one at `frames[i]` lies at `path[..<i]`.
     private struct Frame {
-        /// Its keys below the import path.
-        var keys: [String]
         var isArray: Bool
         /// Members read so far.
         var count = 0
@@ -66,6 +64,9 @@ struct ImportChunker {
     /// Without `emit`, the document is only checked (nothing is gathered or written).
     private let emit: Bool
     private var frames: [Frame] = []
+    /// The keys of the innermost open container below the import path (one per open container but
+    /// the outermost): kept as a stack, so entering a container allocates nothing.
+    private var path: [String] = []
     private let allocator: ByteBufferAllocator
     /// The text of the gathered containers. When the outermost is the child of a split container,
     /// it starts `{"key":`, so that it is already the body of the update that writes it alone.
@@ -156,15 +157,15 @@ struct ImportChunker {
             guard let name = try reader.nextKey(first: frame.count == 0) else { return try closeFrame() }
             if let problem = ChildKey.problem(with: name) {
                 throw ImportError.data(
-                    "invalid key \(JSONPrinter.quoted(name)) at \(location(frame.keys)): it \(problem)",
+                    "invalid key \(JSONPrinter.quoted(name)) at \(location(path)): it \(problem)",
                     at: reader.currentLocation())
             }
             key = name
         }
         frames[frames.count - 1].count += 1
-        if baseDepth + frame.keys.count + 1 > TreeLimits.maxDepth {
+        if baseDepth + path.count + 1 > TreeLimits.maxDepth {
             throw ImportError.data(
-                "\(location(frame.keys + [key])) is more than \(TreeLimits.maxDepth) levels deep (with the import "
+                "\(location(path + [key])) is more than \(TreeLimits.maxDepth) levels deep (with the import "
                     + "path)",
                 at: reader.currentLocation())
         }
@@ -177,9 +178,10 @@ struct ImportChunker {
                 let separator = frame.isGathered ? (frame.count > 0 ? "," : "") : "{"
                 Self.writeMember(key, isArray: frame.isArray, after: separator, before: "{", to: &gathered)
             }
-            frames.append(Frame(keys: frame.keys + [key], isArray: kind == .array, isGathered: true))
+            frames.append(Frame(isArray: kind == .array, isGathered: true))
+            path.append(key)
         case .string, .number, .literal:
-            try readScalar(at: frame.keys, key)
+            try readScalar(at: path, key)
             guard emit else { return }
             // A value that would take the gathered text past the chunk size is written on its own:
             // no request is much over `chunkBytes` unless one value is.
@@ -188,7 +190,7 @@ struct ImportChunker {
                 Self.writeMember(key, isArray: frame.isArray, after: frame.count > 0 ? "," : "", to: &gathered)
                 reader.writeToken(to: &gathered)
             } else {
-                addScalar(key: key, isArray: frame.isArray, under: frame.keys)
+                addScalar(key: key, isArray: frame.isArray, under: path)
             }
         }
     }
@@ -199,7 +201,7 @@ struct ImportChunker {
         case .object, .array:
             if kind == .object { try reader.enterObject() } else { try reader.enterArray() }
             if emit, !merge { gathered.writeInteger(UInt8(ascii: "{")) }
-            frames.append(Frame(keys: [], isArray: kind == .array, isGathered: !merge))
+            frames.append(Frame(isArray: kind == .array, isGathered: !merge))
         case .string, .number, .literal:
             guard !merge else {
                 throw ImportError.data(
@@ -229,6 +231,8 @@ struct ImportChunker {
 
     private mutating func closeFrame() throws {
         let frame = frames.removeLast()
+        // The outermost container has no key of its own.
+        let member = frames.isEmpty ? "" : path.removeLast()
         guard emit, frame.isGathered else { return }
         gathered.writeInteger(UInt8(ascii: "}"))
         guard let parent = frames.last else {
@@ -238,8 +242,7 @@ struct ImportChunker {
         }
         // Inside a gathered parent the text stays where it is; else it is a child of a split parent.
         guard !parent.isGathered else { return }
-        let member = frame.keys.last ?? ""
-        if updateKeys == parent.keys, updateBody.readableBytes + gathered.readableBytes <= updateLimit {
+        if updateKeys == path, updateBody.readableBytes + gathered.readableBytes <= updateLimit {
             // `{"key":{…}}` joins the pending update as `,"key":{…}`.
             updateMembers.insert(member)
             updateBody.writeInteger(UInt8(ascii: ","))
@@ -249,7 +252,7 @@ struct ImportChunker {
         } else {
             flushUpdate()
             // The gathered text is already the update's body: it becomes it without a copy.
-            updateKeys = parent.keys
+            updateKeys = path
             updateMembers = [member]
             swap(&updateBody, &gathered)
         }
@@ -269,7 +272,7 @@ struct ImportChunker {
             gathered.writeInteger(UInt8(ascii: "}"))
             flushUpdate()
             ready.append(
-                .patch(keys: frames[first - 1].keys, members: [frames[first].keys.last ?? ""], body: gathered))
+                .patch(keys: Array(path[..<(first - 1)]), members: [path[first - 1]], body: gathered))
         }
         gathered = allocator.buffer(capacity: Self.initialCapacity)
         for index in first..<frames.count { frames[index].isGathered = false }
