@@ -433,6 +433,10 @@ actor Database {
             for index in writes.indices {
                 // The tree holds what the store will hold when this write commits (the writes queued
                 // before it commit first, and a failed commit halts the ones after it).
+                if old == nil, let replaced = Self.setInPlace(of: &root, writes[index]) {
+                    writes[index].learn(replacing: replaced)
+                    continue
+                }
                 writes[index].learn(from: root)
                 root.update(at: writes[index].path, to: writes[index].node)
             }
@@ -460,6 +464,16 @@ actor Database {
             children.append((key, write.node))
         }
         return root.setChildrenInPlace(at: path, children)
+    }
+
+    /// Applies `write`, when it sets a child of a node that exists (an overwrite, or a new child),
+    /// in one walk down its path, where the writer's look at what is stored and the change took
+    /// two; returns what it replaced, or `nil`, having changed nothing, when that cannot be done
+    /// (see ``Node/setChildrenInPlace(at:_:)``; deletions and priorities take the two walks).
+    private static func setInPlace(of root: inout Node, _ write: StoredWrite) -> Node? {
+        guard let key = write.path.back, !key.isPriorityKey, !write.node.isEmpty, let parent = write.path.parent
+        else { return nil }
+        return root.setChildrenInPlace(at: parent, [(key, write.node)])?.first
     }
 
     /// The members of a multi-path update at `path` as nodes by relative path, in path order, each
