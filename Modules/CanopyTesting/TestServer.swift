@@ -63,13 +63,52 @@ public struct TestServer: Sendable {
     }
 
     /// A loopback port free now, for a server whose port must be known before it starts (one that
-    /// advertises its own address). Another process could take it first; tests accept that.
+    /// advertises its own address, or is restarted where its clients expect it).
+    ///
+    /// Taken below the system's range of ephemeral ports, which a port-0 bind and every outgoing
+    /// connection draw from: a port reserved from that range could become the source port of
+    /// another test's connection before the server binds it ("address already in use", seen
+    /// under a parallel build). Never the same port twice in one process. Another process could
+    /// still take it first; tests accept that.
     public static func reservePort() throws -> Int {
-        let address = try SocketAddress(ipAddress: "127.0.0.1", port: 0)
+        let ephemeral = ephemeralPortRange()
+        let candidates = Self.reservedPortsBase..<min(ephemeral.lowerBound, Self.reservedPortsBase + 16_384)
+        for _ in 0..<200 {
+            guard let port = candidates.randomElement() else { break }
+            guard reservedPorts.withLock({ $0.insert(port).inserted }) else { continue }
+            if let bound = try? bindAndRelease(port), bound == port { return port }
+        }
+        // An ephemeral range that starts below the base: any free port, as the system picks one.
+        guard let port = try bindAndRelease(0) else { throw TestServerError.noPort }
+        return port
+    }
+
+    /// The lowest port ``reservePort()`` hands out.
+    private static let reservedPortsBase = 10_000
+
+    /// Ports ``reservePort()`` handed out in this process.
+    private static let reservedPorts = Mutex<Set<Int>>([])
+
+    /// Binds `port` on 127.0.0.1 and closes it again; the port bound.
+    private static func bindAndRelease(_ port: Int) throws -> Int? {
+        let address = try SocketAddress(ipAddress: "127.0.0.1", port: port)
         let channel = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(to: address).wait()
         defer { try? channel.close().wait() }
-        guard let port = channel.localAddress?.port else { throw TestServerError.noPort }
-        return port
+        return channel.localAddress?.port
+    }
+
+    /// The ports the system gives out for port 0 and outgoing connections: Linux's
+    /// `ip_local_port_range`, or the IANA range Darwin uses.
+    static func ephemeralPortRange() -> ClosedRange<Int> {
+        #if os(Linux)
+        if let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8) {
+            let bounds = text.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+            if bounds.count == 2, bounds[0] <= bounds[1] { return bounds[0]...bounds[1] }
+        }
+        return 32_768...60_999
+        #else
+        return 49_152...65_535
+        #endif
     }
 
     /// A logger that stays quiet unless `CANOPY_TEST_LOG_LEVEL` asks for more.
