@@ -17,12 +17,15 @@ public struct Path: Sendable, Hashable, Comparable, CustomStringConvertible, Exp
 
     public init<S: Sequence<ChildKey>>(keys: S) { self.keys = ArraySlice(keys) }
 
+    /// A path over `keys` itself: `ArraySlice(keys)` would copy them.
+    public init(keys: [ChildKey]) { self.keys = keys[...] }
+
     /// The path of `keys`, sharing their storage (a prefix of another path's components costs no copy).
     public init(keys: ArraySlice<ChildKey>) { self.keys = keys }
 
     /// A path built without validation; use it for paths the program itself spells.
     public init(_ string: String) {
-        keys = ArraySlice(string.split(separator: "/", omittingEmptySubsequences: true).map { ChildKey(String($0)) })
+        keys = string.split(separator: "/", omittingEmptySubsequences: true).map { ChildKey(String($0)) }[...]
     }
 
     public init(stringLiteral value: String) { self.init(value) }
@@ -57,7 +60,7 @@ public struct Path: Sendable, Hashable, Comparable, CustomStringConvertible, Exp
         if keys.count > TreeLimits.maxDepth {
             throw .invalidPath(string, reason: "is \(keys.count) levels deep (at most \(TreeLimits.maxDepth))")
         }
-        self.keys = ArraySlice(keys)
+        self.keys = keys[...]
     }
 
     /// The first key, or `nil` at the root.
@@ -78,7 +81,10 @@ public struct Path: Sendable, Hashable, Comparable, CustomStringConvertible, Exp
     @inlinable init(slice: ArraySlice<ChildKey>) { keys = slice }
 
     public func child(_ key: ChildKey) -> Path {
-        var copy = Array(keys)
+        // One allocation, of the final size.
+        var copy: [ChildKey] = []
+        copy.reserveCapacity(keys.count + 1)
+        copy.append(contentsOf: keys)
         copy.append(key)
         return Path(keys: copy)
     }
@@ -86,7 +92,11 @@ public struct Path: Sendable, Hashable, Comparable, CustomStringConvertible, Exp
     public func child(_ path: Path) -> Path {
         if path.isEmpty { return self }
         if isEmpty { return path }
-        return Path(keys: Array(keys) + path.keys)
+        var copy: [ChildKey] = []
+        copy.reserveCapacity(keys.count + path.keys.count)
+        copy.append(contentsOf: keys)
+        copy.append(contentsOf: path.keys)
+        return Path(keys: copy)
     }
 
     /// Whether `other` is this path or lies below it.

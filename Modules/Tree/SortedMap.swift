@@ -48,6 +48,20 @@ public struct SortedMap<Key: Sendable, Value: Sendable, Order: SortOrder<Key>>: 
         self.init(root: build(0..<array.count), order: order)
     }
 
+    /// A map from pairs already sorted by `order` with distinct keys, built balanced in O(n), read
+    /// where they are (no copy of them is made first).
+    public init<C: RandomAccessCollection<(Key, Value)>>(sorted pairs: C, order: Order) {
+        func build(_ range: Range<Int>) -> Tree? {
+            if range.isEmpty { return nil }
+            let mid = range.lowerBound + range.count / 2
+            let pair = pairs[pairs.index(pairs.startIndex, offsetBy: mid)]
+            return Tree(
+                key: pair.0, value: pair.1, left: build(range.lowerBound..<mid),
+                right: build(mid + 1..<range.upperBound))
+        }
+        self.init(root: build(0..<pairs.count), order: order)
+    }
+
     /// A map of the keys in `buffer`, already sorted by `order` and distinct, each with `value`,
     /// built balanced in O(n). The keys are moved out of `buffer`, which is left uninitialized.
     init(movingSortedKeys buffer: UnsafeMutableBufferPointer<Key>, value: Value, order: Order) {
@@ -131,7 +145,7 @@ public struct SortedMap<Key: Sendable, Value: Sendable, Order: SortOrder<Key>>: 
     /// ids.append(sorted: [("a", 0)])             // false: "a" does not sort after "c"
     /// ```
     @discardableResult
-    public mutating func append(sorted pairs: some Collection<(key: Key, value: Value)>) -> Bool {
+    public mutating func append(sorted pairs: some RandomAccessCollection<(key: Key, value: Value)>) -> Bool {
         guard let first = pairs.first else { return true }
         var previous = first.key
         if let last = last, order.compare(last.key, previous) >= 0 { return false }
