@@ -22,14 +22,29 @@ extension Node {
         case .leaf(let value, let priority):
             return Self.sha1Base64(Self.priorityPrefix(priority) + Self.hashText(value))
         case .children(let storage):
-            if let cached = storage.cache.withLock({ $0.hash }) { return cached }
+            let (cached, kept) = storage.cache.withLock { ($0.hash, $0.packedHashes) }
+            if let cached { return cached }
+            var packedHashes = kept ?? SortedMap(order: KeyOrder())
             var text = Self.priorityPrefix(storage.priority)
             for child in children(in: .priority) {
-                let childHash = child.node.hash
+                let childHash: String
+                if case .packed = child.node.storage {
+                    if let known = packedHashes[child.name] {
+                        childHash = known
+                    } else {
+                        childHash = child.node.hash
+                        packedHashes.insert(child.name, childHash)
+                    }
+                } else {
+                    childHash = child.node.hash
+                }
                 if !childHash.isEmpty { text += ":\(child.name.string):\(childHash)" }
             }
             let hash = text.isEmpty ? "" : Self.sha1Base64(text)
-            storage.cache.withLock { $0.hash = hash }
+            storage.cache.withLock {
+                $0.hash = hash
+                if !packedHashes.isEmpty { $0.packedHashes = packedHashes }
+            }
             return hash
         case .packed:
             // No priorities inside: priority order is key order.

@@ -333,13 +333,21 @@ extension Node: Equatable {
     struct Cache {
         var hash: String?
         var indexes: [Index: BuiltIndex]
+        /// The hashes of the packed children, once this node's hash was computed: a packed node
+        /// keeps nothing but its text, so without them each computation of this hash after a
+        /// change would decode every packed child again. Kept current by every change of a
+        /// child (in place, or carried to the storage an update derives, in O(log n)).
+        var packedHashes: SortedMap<ChildKey, String, KeyOrder>?
     }
 
-    init(children: ChildMap, priority: Priority?, prioritizedChildren: Int, indexes: [Index: BuiltIndex]) {
+    init(
+        children: ChildMap, priority: Priority?, prioritizedChildren: Int, indexes: [Index: BuiltIndex],
+        packedHashes: SortedMap<ChildKey, String, KeyOrder>? = nil
+    ) {
         self.map = children
         self.priority = priority
         self.prioritizedChildren = prioritizedChildren
-        self.cache = Mutex(Cache(hash: nil, indexes: indexes))
+        self.cache = Mutex(Cache(hash: nil, indexes: indexes, packedHashes: packedHashes))
     }
 
     /// Storage for a freshly built map; counts prioritized children in O(n).
@@ -381,7 +389,9 @@ extension Node: Equatable {
             }
         }
         let count = prioritizedChildren - (old?.priority != nil ? 1 : 0) + (new.priority != nil ? 1 : 0)
-        return ChildrenStorage(children: map, priority: priority, prioritizedChildren: count, indexes: indexes)
+        let packedHashes = cache.withLock { $0.packedHashes }.map { $0.removing(key) }
+        return ChildrenStorage(
+            children: map, priority: priority, prioritizedChildren: count, indexes: indexes, packedHashes: packedHashes)
     }
 
     /// Whether ``modifyChild(_:_:)`` may be used: no index was built, which would need the child's
@@ -396,7 +406,7 @@ extension Node: Equatable {
         guard map.modifyValue(forKey: key, { change = body(&$0) }), let change else { return false }
         prioritizedChildren += (change.hasPriority ? 1 : 0) - (change.hadPriority ? 1 : 0)
         if change.isEmpty { map = map.removing(key) }
-        cache.withLock { $0.hash = nil }
+        childrenChanged([key])
         return true
     }
 
@@ -405,7 +415,7 @@ extension Node: Equatable {
     func insertChild(_ key: ChildKey, _ node: Node) {
         map.insert(key, node)
         if node.priority != nil { prioritizedChildren += 1 }
-        cache.withLock { $0.hash = nil }
+        childrenChanged([key])
     }
 
     /// Sets each child `key` to its node in place (under the same conditions as
@@ -415,6 +425,7 @@ extension Node: Equatable {
         // New children after the last (an import of a node exported in key order) join the map whole.
         if children.count > 1, map.append(sorted: children.lazy.map { (key: $0.key, value: $0.node) }) {
             prioritizedChildren += children.count(where: { $0.node.priority != nil })
+            // New keys: none has a hash kept.
             cache.withLock { $0.hash = nil }
             return Array(repeating: .empty, count: children.count)
         }
@@ -427,13 +438,23 @@ extension Node: Equatable {
             replaced.append(old)
         }
         prioritizedChildren = prioritized
-        cache.withLock { $0.hash = nil }
+        childrenChanged(children.lazy.map(\.key))
         return replaced
+    }
+
+    /// Forgets this node's hash, and the kept hashes of the children `keys` (changed in place).
+    private func childrenChanged(_ keys: some Sequence<ChildKey>) {
+        cache.withLock { cache in
+            cache.hash = nil
+            guard cache.packedHashes != nil else { return }
+            for key in keys { cache.packedHashes = cache.packedHashes?.removing(key) }
+        }
     }
 
     func withPriority(_ priority: Priority?) -> ChildrenStorage {
         ChildrenStorage(
-            children: children, priority: priority, prioritizedChildren: prioritizedChildren, indexes: indexSnapshot)
+            children: children, priority: priority, prioritizedChildren: prioritizedChildren, indexes: indexSnapshot,
+            packedHashes: cache.withLock { $0.packedHashes })
     }
 
     /// The children sorted by `index`, built on first use in O(n log n) and kept for this node's

@@ -106,6 +106,33 @@ struct PackedObjectTests {
         }
     }
 
+    /// A node of many packed children keeps their hashes once its own was computed: every change,
+    /// in place or through a copy, must leave it the hash of the same data built afresh.
+    @Test func keptHashesOfPackedChildrenFollowEveryChange() async {
+        await propertyCheck(count: 150, input: Self.object, Self.edit.array(of: 1...10)) { record, edits in
+            // Records that cannot be packed (an integer key) have nothing to keep.
+            guard try Node(json: record, serverValues: nil, packing: true).packedText != nil else { return }
+            var members: [String: JSONValue] = [:]
+            // More members than one packed object holds: the node itself has a child map.
+            for filler in 0..<PackedObject.maxMembers { members["f\(filler)"] = record }
+            for key in Self.keys.dropLast(2) { members[key] = record }
+            var inPlace = try Node(json: .object(members), serverValues: nil, packing: true)
+            #expect(inPlace.packedText == nil && inPlace.child(ChildKey("a")).packedText != nil)
+            var persistent = inPlace
+            _ = inPlace.hash
+            for edit in edits {
+                let value = try Node(json: edit.value, serverValues: nil, packing: true)
+                let before = persistent
+                persistent = persistent.updating(at: edit.path, to: value)
+                inPlace.update(at: edit.path, to: value)
+                let fresh = try Node(json: inPlace.json(exportFormat: true))
+                #expect(inPlace.hash == fresh.hash, "after \(edit)")
+                #expect(persistent.hash == fresh.hash, "after \(edit)")
+                #expect(before.hash == before.json(exportFormat: true).hashOfFreshNode(), "a copy changed by \(edit)")
+            }
+        }
+    }
+
     private static func expectSame(_ packed: Node, _ plain: Node, _ json: JSONValue) throws {
         #expect(packed == plain, "\(json.serialized())")
         #expect(plain == packed)
@@ -190,4 +217,9 @@ struct PackedObjectTests {
         }
         return NodeEdit(keys: path, value: value)
     }
+}
+
+extension JSONValue {
+    /// The hash of this data as a node built afresh (nothing cached in it).
+    fileprivate func hashOfFreshNode() -> String? { try? Node(json: self).hash }
 }
