@@ -24,23 +24,42 @@ extension Node {
         case .children(let storage):
             let (cached, kept) = storage.cache.withLock { ($0.hash, $0.packedHashes) }
             if let cached { return cached }
-            var packedHashes = kept ?? SortedMap(order: KeyOrder())
+            // Without priorities the children come in key order, as the kept hashes do: both are
+            // walked side by side instead of looked up.
+            let inKeyOrder = storage.prioritizedChildren == 0
+            var keptHashes = kept?.elements().makeIterator()
+            var nextKept = keptHashes?.next()
+            var added: [(ChildKey, String)] = []
             var text = Self.priorityPrefix(storage.priority)
             for child in children(in: .priority) {
-                let childHash: String
+                var childHash: String?
                 if case .packed = child.node.storage {
-                    if let known = packedHashes[child.name] {
-                        childHash = known
+                    if inKeyOrder {
+                        while let entry = nextKept, ChildKey.compare(entry.key, child.name) < 0 {
+                            nextKept = keptHashes?.next()
+                        }
+                        if let entry = nextKept, ChildKey.compare(entry.key, child.name) == 0 {
+                            childHash = entry.value
+                        }
                     } else {
-                        childHash = child.node.hash
-                        packedHashes.insert(child.name, childHash)
+                        childHash = kept?[child.name]
                     }
-                } else {
-                    childHash = child.node.hash
+                    if childHash == nil {
+                        let computed = child.node.hash
+                        childHash = computed
+                        added.append((child.name, computed))
+                    }
                 }
-                if !childHash.isEmpty { text += ":\(child.name.string):\(childHash)" }
+                let hash = childHash ?? child.node.hash
+                if !hash.isEmpty { text += ":\(child.name.string):\(hash)" }
             }
             let hash = text.isEmpty ? "" : Self.sha1Base64(text)
+            var packedHashes = kept ?? SortedMap(order: KeyOrder())
+            if packedHashes.isEmpty, inKeyOrder {
+                packedHashes = SortedMap(sorted: added, order: KeyOrder())
+            } else {
+                for (key, childHash) in added { packedHashes.insert(key, childHash) }
+            }
             storage.cache.withLock {
                 $0.hash = hash
                 if !packedHashes.isEmpty { $0.packedHashes = packedHashes }
