@@ -196,20 +196,52 @@ public struct CanopyServer: Sendable {
 
     /// Cancels `task` and waits for it to end, for at most `limit` (a store that does not answer
     /// must not hold the shutdown).
-    private static func stop(_ task: Task<Void, Never>, within limit: Duration) async {
+    ///
+    /// Called from a cancelled task (the server's own, once it is stopped), so it waits on a
+    /// continuation: iterating a stream there ends at once (the pool, and the node lock it holds,
+    /// outlived the server, and a server started next under its node name was refused), and a task
+    /// group would wait for `task` however long that takes.
+    static func stop(_ task: Task<Void, Never>, within limit: Duration) async {
         task.cancel()
-        // Not a task group: it would wait for its child awaiting `task` however long that takes.
-        let (ended, end) = AsyncStream<Void>.makeStream()
+        let waiter = Waiter()
         Task {
             await task.value
-            end.finish()
+            waiter.resume()
         }
         let timer = Task {
             try? await Task.sleep(for: limit)
-            end.finish()
+            waiter.resume()
         }
-        for await _ in ended {}
+        await withCheckedContinuation { waiter.wait($0) }
         timer.cancel()
+    }
+
+    /// What ``stop(_:within:)`` waits on: resumed once, by whichever comes first (also before the
+    /// wait begins).
+    private final class Waiter: Sendable {
+        private struct State {
+            var continuation: CheckedContinuation<Void, Never>?
+            var done = false
+        }
+
+        private let state = Mutex(State())
+
+        func wait(_ continuation: CheckedContinuation<Void, Never>) {
+            let done = state.withLock { state in
+                if !state.done { state.continuation = continuation }
+                return state.done
+            }
+            if done { continuation.resume() }
+        }
+
+        func resume() {
+            let waiting = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                guard !state.done else { return nil }
+                state.done = true
+                return state.continuation.take()
+            }
+            waiting?.resume()
+        }
     }
 }
 
