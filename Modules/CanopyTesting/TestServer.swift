@@ -71,8 +71,7 @@ public struct TestServer: Sendable {
     /// under a parallel build). Never the same port twice in one process. Another process could
     /// still take it first; tests accept that.
     public static func reservePort() throws -> Int {
-        let ephemeral = ephemeralPortRange()
-        let candidates = Self.reservedPortsBase..<min(ephemeral.lowerBound, Self.reservedPortsBase + 16_384)
+        let candidates = candidatePorts(below: ephemeralPortRange())
         for _ in 0..<200 {
             guard let port = candidates.randomElement() else { break }
             guard reservedPorts.withLock({ $0.insert(port).inserted }) else { continue }
@@ -81,6 +80,13 @@ public struct TestServer: Sendable {
         // An ephemeral range that starts below the base: any free port, as the system picks one.
         guard let port = try bindAndRelease(0) else { throw TestServerError.noPort }
         return port
+    }
+
+    /// The ports ``reservePort()`` picks from, below `ephemeral`: empty when that range starts at
+    /// or below ``reservedPortsBase``.
+    static func candidatePorts(below ephemeral: ClosedRange<Int>) -> Range<Int> {
+        let base = reservedPortsBase
+        return base..<max(base, min(ephemeral.lowerBound, base + 16_384))
     }
 
     /// The lowest port ``reservePort()`` hands out.

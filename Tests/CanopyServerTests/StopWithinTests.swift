@@ -6,6 +6,7 @@ import Testing
 /// The server stops its PostgreSQL pool (which holds the node lock) from its own task, cancelled
 /// by then: the wait for the pool must hold there, or a server started next under the same node
 /// name finds the lock still taken.
+@Suite(.timeLimit(.minutes(1)))
 struct StopWithinTests {
     final class Flag: Sendable {
         private let value = Atomic<Bool>(false)
@@ -29,6 +30,7 @@ struct StopWithinTests {
         #expect(await caller.value, "stop returned before the task ended")
     }
 
+    /// A stop that waited past its limit would hang here until the time limit fails the test.
     @Test func aTaskThatDoesNotEndIsLeftAfterTheLimit() async {
         let released = Flag()
         let stuck = Task<Void, Never> {

@@ -23,4 +23,13 @@ struct ReservedPortTests {
             try channel.close().wait()
         }
     }
+
+    /// A system whose ephemeral range starts low leaves nothing below it: reservations fall back to
+    /// a port the system picks, instead of a range that cannot be formed.
+    @Test func anEphemeralRangeStartingLowLeavesNoCandidates() {
+        #expect(TestServer.candidatePorts(below: 1024...65_535).isEmpty)
+        #expect(TestServer.candidatePorts(below: 10_000...65_535).isEmpty)
+        #expect(TestServer.candidatePorts(below: 32_768...60_999) == 10_000..<26_384)
+        #expect(TestServer.candidatePorts(below: 12_000...60_999) == 10_000..<12_000)
+    }
 }
