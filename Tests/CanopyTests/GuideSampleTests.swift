@@ -32,8 +32,10 @@ struct GuideSampleTests {
             sample2KeepSynced()
             sample3OfflineQueries()
             #expect(Database.database().isPersistenceEnabled)
-            // The top scores reached this client; reading the size then waits for what was queued
-            // for the device before it (a fixed 300 ms wait once fell short on a busy machine).
+            // The top scores reached this client. The query is complete on the device only once
+            // the server answered its listen, which comes after its data: a write sent after the
+            // listen is answered after it (a restart after the data alone finds the query
+            // incomplete and shows nothing offline, as it did once in CI).
             let synced = Recorder<String>()
             Database.database().reference(withPath: "scores").queryOrderedByValue().queryLimited(toLast: 4)
                 .observe(.childAdded) { synced.record($0.key) }
@@ -41,6 +43,7 @@ struct GuideSampleTests {
                 await synced.wait(timeout: .seconds(60)) {
                     Set($0) == ["bruhathkayosaurus", "linhenykus", "pterodactyl", "triceratops"]
                 })
+            try await Database.database().reference(withPath: "marker").setValue(true)
             #expect((Database.database().persistenceSize?.cachedBytes ?? 0) > 0, "the queries' data is on the device")
             Database.database().shutDown()
 
