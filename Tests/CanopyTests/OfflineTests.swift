@@ -277,8 +277,15 @@ struct OfflineTests {
                 #expect(
                     await Recorder<Void>().wait { _ in (first.persistenceSize?.cachedBytes ?? 0) > 0 },
                     "downloaded with no listener")
+                // The data comes before the listen's answer, which marks it complete on the device:
+                // shut down on the data alone, the next run has no value to show offline.
+                #expect(await Self.waitUntilKeptComplete(first, "kept"))
                 try await writer.reference(withPath: "kept/b").setValue(2)
-                try await Task.sleep(for: .milliseconds(500))
+                // No listener tells when the change reached this client (it comes after the writer's
+                // answer): the store does.
+                #expect(
+                    await eventually { try first.repo?.persistence?.store?.serverCache(at: "kept/b").json() == 2 },
+                    "the change reached the device")
                 first.shutDown()
 
                 let offline = Self.persistentDatabase(server, folder: folder, network: NetworkSwitch(on: false))
