@@ -45,6 +45,7 @@ public final class SQLiteServerStore: ServerStore {
         do {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            if !FileManager.default.fileExists(atPath: path) { try Self.createFile(at: path) }
             var configuration = Configuration()
             configuration.journalMode = .wal
             configuration.label = "Canopy.SQLiteServerStore"
