@@ -167,6 +167,13 @@ struct OfflineReadTests {
 
                 let online = OfflineTests.persistentDatabase(server, folder: folder, network: NetworkSwitch(on: true))
                 defer { online.shutDown() }
+                // `.default` asks the server once connected, and answers from the device if the
+                // connection takes over 3 s (as it once did on a busy machine): connected first.
+                let connected = Recorder<Bool>()
+                online.reference(withPath: ".info/connected").observe(.value) {
+                    connected.record($0.value as? Bool ?? false)
+                }
+                #expect(await connected.wait(timeout: .seconds(60)) { $0.last == true })
                 let topic = online.reference(withPath: "rooms/a/topic")
                 #expect(try await topic.getData().value as? String == "ponds")
                 #expect(try await topic.getData(source: .cache).value as? String == "gardens")
