@@ -35,17 +35,10 @@ public struct SortedMap<Key: Sendable, Value: Sendable, Order: SortOrder<Key>>: 
         self.order = order
     }
 
-    /// A map from pairs already sorted by `order` with distinct keys, built balanced in O(n).
+    /// A map from pairs already sorted by `order` with distinct keys, built balanced in O(n) (from
+    /// an array of them: see the `RandomAccessCollection` overload).
     public init<C: Collection<(Key, Value)>>(sorted pairs: C, order: Order) {
-        let array = Array(pairs)
-        func build(_ range: Range<Int>) -> Tree? {
-            if range.isEmpty { return nil }
-            let mid = range.lowerBound + range.count / 2
-            return Tree(
-                key: array[mid].0, value: array[mid].1,
-                left: build(range.lowerBound..<mid), right: build(mid + 1..<range.upperBound))
-        }
-        self.init(root: build(0..<array.count), order: order)
+        self.init(sorted: Array(pairs), order: order)
     }
 
     /// A map from pairs already sorted by `order` with distinct keys, built balanced in O(n), read

@@ -115,6 +115,10 @@ struct SortedMapTests {
             #expect(map.invariantViolation() == nil, "\(count) pairs")
             #expect(map.count == count)
             #expect(Self.entries(of: map) == pairs.map { Entry(key: $0.0, value: $0.1) })
+            // Pairs that cannot be indexed in O(1) (a filtered view) build the same tree.
+            let viewed = IntMap(sorted: pairs.lazy.filter { _ in true }, order: NaturalOrder())
+            #expect(viewed.invariantViolation() == nil)
+            #expect(Self.entries(of: viewed) == Self.entries(of: map))
             // The built tree keeps working under edits.
             let edited = map.inserting(extra, -1).removing(extra + 1)
             #expect(edited.invariantViolation() == nil)
