@@ -55,10 +55,12 @@ struct SnapshotMetadataTests {
             let seen = Recorder<Seen>()
             let children = Recorder<String>()
             notes.observe(.value, includeMetadataChanges: true) { snapshot in
-                seen.record(Seen(snapshot))
+                // Children first: a wait on `seen` then finds this event's children recorded too
+                // (recorded after, they were once read before the callback got to them).
                 let each = snapshot.children.compactMap { $0 as? DataSnapshot }
                 children.record(
                     each.map { "\($0.key)\($0.metadata.hasPendingWrites ? "*" : "")" }.joined(separator: ","))
+                seen.record(Seen(snapshot))
             }
             let plain = Recorder<Seen>()
             notes.observe(.value) { plain.record(Seen($0)) }
