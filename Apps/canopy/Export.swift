@@ -10,6 +10,7 @@ import Darwin
 /// `canopy export PATH`: writes the value at a path to stdout as JSON, in pieces.
 struct Export: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "export",
         abstract: "Write the value at a path to stdout as JSON, fetching it in pieces.",
         discussion: """
             Memory stays flat whatever the size: children are listed a page at a time (shallow reads) and \

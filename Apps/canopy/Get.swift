@@ -7,6 +7,7 @@ import Tree
 /// `canopy get PATH`: prints the value at a path, or the children a query selects.
 struct Get: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "get",
         abstract: "Print the value at a path (or the children a query selects).",
         discussion: """
             A query answers an object of the selected children; on a terminal they are listed in the \

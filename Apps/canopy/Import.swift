@@ -13,6 +13,7 @@ import Darwin
 /// `canopy import PATH FILE`: writes a JSON file of any size at a path, in pieces.
 struct Import: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "import",
         abstract: "Write a JSON file of any size at a path, streaming it in pieces.",
         discussion: """
             The file is read as a stream (memory stays flat whatever its size) and written in requests \

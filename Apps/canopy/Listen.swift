@@ -6,6 +6,7 @@ import Tree
 /// `canopy listen PATH`: prints each event at a path (or query) until Ctrl-C.
 struct Listen: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "listen",
         abstract: "Print each change at a path as it happens, until Ctrl-C.",
         discussion: """
             Listens through the realtime protocol (the Canopy SDK). Each event is one line: on a terminal \

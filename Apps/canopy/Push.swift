@@ -6,6 +6,7 @@ import Tree
 /// `canopy push PATH VALUE`: adds a child under a new, time-ordered key.
 struct Push: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "push",
         abstract: "Add a child with a new, time-ordered key and print the key.",
         discussion: """
             VALUE is JSON: inline, @FILE, or - for stdin. Prints the server's answer, {"name": KEY}.

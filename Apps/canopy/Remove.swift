@@ -5,6 +5,7 @@ import Tree
 /// `canopy remove PATH`: deletes the value at a path.
 struct Remove: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "remove",
         abstract: "Remove the value at a path (and everything below it).",
         discussion: """
             Prints nothing; removing a path that holds no data is not an error.

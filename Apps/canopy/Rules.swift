@@ -7,6 +7,7 @@ import Tree
 /// `canopy rules get|set`: the security rules document (`/.settings/rules.json`).
 struct Rules: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "rules",
         abstract: "Print or replace the security rules document.",
         discussion: """
             Examples:

@@ -6,6 +6,7 @@ import Tree
 /// `canopy update PATH VALUE`: a multi-path update below a path.
 struct Update: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "update",
         abstract: "Write several children at once (a multi-path update).",
         discussion: """
             VALUE is a JSON object whose keys are paths relative to PATH; each is replaced by its value and \
