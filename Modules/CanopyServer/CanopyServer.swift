@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdCore
 public import Logging
 import NIOCore
+import Persistence
 import ServiceLifecycle
 import Synchronization
 import UnixSignals
@@ -147,6 +148,8 @@ public struct CanopyServer: Sendable {
         let certificate = try prepareTLS()
         let postgres = try await preparePostgres()
         if postgres == nil { try configuration.prepareDataDirectory() }
+        let folderLock = postgres == nil ? try configuration.lockDataDirectory() : nil
+        defer { folderLock?.release() }
         try await prepareAuthentication()
         let application = makeApplication(onRunning: onRunning)
         // A service group shuts its services down in reverse order, each after the one behind it.

@@ -1,4 +1,5 @@
 import Foundation
+import Persistence
 
 #if canImport(Glibc)
 import Glibc
@@ -47,5 +48,35 @@ extension ServerConfiguration {
             let which = folder == path ? "" : " (making \(folder))"
             throw .dataDirectory(path: path, problem: "it does not exist and cannot be created\(which): \(reason)")
         }
+    }
+}
+
+extension ServerConfiguration {
+    /// The file in the data folder that the serving process holds locked.
+    static let dataLockFile = "canopy.lock"
+
+    /// Locks the data folder for this process, so that a second server started on the same folder
+    /// is refused at start: both would hold the namespaces in memory and write the same files, and
+    /// each would answer with what it alone wrote. Held until the returned lock is released or the
+    /// process ends, also by a signal. `nil` when data is kept in memory.
+    func lockDataDirectory() throws(StartupError) -> FileLock? {
+        guard let path = dataDirectory else { return nil }
+        let file = (path as NSString).appendingPathComponent(Self.dataLockFile)
+        let lock: FileLock?
+        do {
+            lock = try FileLock(path: file, contents: "\(getpid())\n")
+        } catch {
+            throw .dataDirectory(path: path, problem: "\(error)")
+        }
+        guard let lock else {
+            let holder = (try? String(contentsOfFile: file, encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            let process = holder.flatMap { Int32($0) }.map { " (process \($0))" } ?? ""
+            throw .dataDirectory(
+                path: path,
+                problem: "another canopy-server\(process) is using it; stop that server, or give this one another "
+                    + "--data (CANOPY_DATA)")
+        }
+        return lock
     }
 }

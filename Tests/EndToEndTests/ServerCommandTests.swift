@@ -68,6 +68,34 @@ struct ServerCommandTests {
         await server.terminate()
     }
 
+    /// Two servers on one data folder would each hold its namespaces in memory and answer with what
+    /// it alone wrote (a write through one never reached the other's readers): the second is
+    /// refused at start, naming the process that holds the folder. The lock goes with its process,
+    /// even one killed by a signal.
+    @Test func aSecondServerOnTheSameDataFolderIsRefused() async throws {
+        let executable = try #require(serverExecutable)
+        let folder = try TestServer.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let first = try await ServerProcess.start(executable: executable, dataDirectory: folder)
+        #expect(try await TestServer.http(baseURL: first.baseURL, .PUT, "/a.json", body: "\"first\"").status == 200)
+
+        let (status, output) = try await ServerProcess.run(
+            executable: executable, arguments: ["--port", "0", "--data", folder])
+        #expect(status != 0)
+        #expect(
+            output.contains(
+                "canopy-server: cannot use data folder \(folder): another canopy-server (process \(first.pid)) is "
+                    + "using it; stop that server, or give this one another --data (CANOPY_DATA)"),
+            "output:\n\(output)")
+
+        await first.kill()
+        let next = try await ServerProcess.start(executable: executable, dataDirectory: folder)
+        let read = try await TestServer.http(baseURL: next.baseURL, .GET, "/a.json")
+        #expect(read.body == "\"first\"")
+        await next.terminate()
+        #expect(next.exitStatus == 0)
+    }
+
     @Test func anAddressInUseIsNamedWithItsPort() async throws {
         let executable = try #require(serverExecutable)
         try await withTestServer { taken in
