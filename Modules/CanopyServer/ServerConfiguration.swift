@@ -8,7 +8,8 @@ public struct ServerConfiguration: Sendable {
     /// Port to bind; `0` picks a free one (default `9000`).
     public var port: Int = 9000
     /// Folder holding one SQLite database per namespace; `nil` keeps data in memory only. Unused
-    /// with ``postgresURL``.
+    /// with ``postgresURL``. A running server holds it locked (`canopy.lock` in it): a second
+    /// server on the same folder stops at start with ``StartupError/dataDirectory(path:problem:)``.
     public var dataDirectory: String? = "./canopy-data"
     /// A PostgreSQL URL (`postgres://USER@HOST:PORT/DATABASE`, `?host=/socket/directory` for a Unix
     /// socket): every namespace is kept in that database instead of ``dataDirectory``, and this
