@@ -18,13 +18,16 @@ package final class FileLock: Sendable {
     /// Locks `path`, creating the file if missing; `nil` when someone else holds the lock.
     /// Once locked, the file's text becomes `contents` when given (such as the holder's process id,
     /// for the message of the next one refused). Throws the `errno` description when the file
-    /// cannot be opened.
+    /// cannot be opened or locked for another reason (a file system without `flock`), so that such
+    /// a failure is not taken for another holder.
     package init?(path: String, contents: String? = nil) throws(FileLockError) {
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw FileLockError(path: path, errno: errno) }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
             close(descriptor)
-            return nil
+            if code == EWOULDBLOCK { return nil }
+            throw FileLockError(path: path, errno: code)
         }
         if let contents {
             let bytes = Array(contents.utf8)
