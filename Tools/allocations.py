@@ -54,6 +54,8 @@ def measure(folder):
 
 
 def read_counts(folder):
+    if not os.path.isdir(folder):
+        sys.exit(f"allocations: {folder} does not exist; record the counts with `Tools/allocations.py update`")
     counts = {}
     for name in sorted(os.listdir(folder)):
         if not name.endswith(".p90.json"):

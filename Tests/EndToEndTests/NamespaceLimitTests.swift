@@ -21,7 +21,7 @@ struct NamespaceLimitTests {
     /// The files of namespaces the server holds open in `folder`: every open file there but the
     /// data folder's lock, which the server holds as long as it runs.
     private static func namespaceFilesOpen(under folder: String) -> [String] {
-        OpenFiles.paths(under: folder).filter { !$0.hasSuffix("/canopy.lock") }
+        OpenFiles.paths(under: folder).filter { !$0.hasSuffix("/" + ServerConfiguration.dataLockFile) }
     }
 
     @Test func readsAndListensOfUnknownNamespacesCreateNoFile() async throws {
