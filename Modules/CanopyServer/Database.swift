@@ -194,7 +194,7 @@ actor Database {
             var events = 0
             for acknowledgement in acknowledgements {
                 if case .success = result {
-                    for (subscriber, push) in acknowledgement.deliveries { subscriber.deliver(push) }
+                    RealtimeConnection.deliver(acknowledgement.deliveries)
                     events += acknowledgement.deliveries.count
                 }
                 acknowledgement.done(result)

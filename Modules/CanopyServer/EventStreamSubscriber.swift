@@ -98,7 +98,7 @@ final class EventStreamSubscriber: Subscriber {
         }
         if outcome.queue { continuation.yield(text) }
         if outcome.overflowed { closeOnce(.pendingOutboundBytes) }
-        if outcome.queue, outcome.bytes >= OutboundBudget.stallThreshold || outcome.counts {
+        if outcome.queue, outcome.bytes > OutboundBudget.stallThreshold || outcome.counts {
             recordInBudget(outcome.bytes)
         }
     }

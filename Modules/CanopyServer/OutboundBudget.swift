@@ -5,14 +5,15 @@ import Synchronization
 /// ``ServerConfiguration/maxTotalPendingOutboundBytes``, readers are closed, the one stalled for the
 /// longest first, until it is back under.
 ///
-/// A reader counts only while it holds at least ``stallThreshold`` bytes, so readers that keep up
+/// A reader counts only while it holds more than ``stallThreshold`` bytes, so readers that keep up
 /// never touch the shared state.
 ///
 /// A burst (a total of at least ``burstBytes``) that is over, the total back under a quarter of
 /// its peak, calls `burstEnded`: what the readers held was freed, and can be given back to the
 /// system (``HeapTrimmer``).
 final class OutboundBudget: Sendable {
-    /// Queued bytes from which a reader counts as stalled.
+    /// Queued bytes over which a reader counts as stalled: more than a socket NIO still calls
+    /// writable holds (its default high water mark).
     static let stallThreshold = 64 * 1024
     /// The smallest total that makes a burst.
     static let burstBytes = 16 * 1024 * 1024
@@ -54,7 +55,7 @@ final class OutboundBudget: Sendable {
     /// room. Returns whether the reader counts now (call again while it does, and when it drains).
     func record(_ id: Int, bytes: Int, close: @escaping @Sendable () -> Void) -> Bool {
         let (counts, closing, ended) = state.withLock { state -> (Bool, [@Sendable () -> Void], Bool) in
-            guard bytes >= Self.stallThreshold else {
+            guard bytes > Self.stallThreshold else {
                 if let old = state.holders.removeValue(forKey: id) { state.total -= old.bytes }
                 return (false, [], state.measured())
             }

@@ -11,18 +11,20 @@ import Tree
 /// WebSocket frames, the close, reading paused and resumed, and the bytes it holds for a slow
 /// reader.
 ///
-/// Outbound messages may be queued from any thread; they are encoded as WebSocket frames into one
-/// buffer per batch (``OutboundFrames``) and written on the channel's event loop with one flush.
-/// Pushes come straight from the database: the connection is the ``Subscriber`` its session's
-/// listens are registered with.
-final class RealtimeConnection: Subscriber, FlushTarget {
+/// Outbound messages may be queued from any thread, through the ``FlushBatch`` of the channel's
+/// event loop; on the loop they are encoded as WebSocket frames into one buffer per batch
+/// (``OutboundFrames``) and written with one flush. Pushes come straight from the database: the
+/// connection is the ``Subscriber`` its session's listens are registered with.
+final class RealtimeConnection: Subscriber {
     let subscriberID = SubscriberIDs.make()
     private let channel: any Channel
     /// The context of the pipeline's `WebSocketFrameEncoder`: writes made on it skip the encoder,
     /// so already framed bytes go straight to the socket.
     private let framedOutput: NIOLoopBound<ChannelHandlerContext>
-    private let flushBatch: FlushBatch
-    private let outbox = Mutex(Outbox())
+    /// The batch of the channel's event loop, which every outbound message goes through.
+    let flushBatch: FlushBatch
+    /// What the connection holds between the messages its loop hands it and their write.
+    private let outbox: NIOLoopBoundBox<Outbox>
     /// The server's limits (what a slow reader may make it hold), budget, metrics and log, shared by
     /// every connection.
     private let context: RealtimeContext
@@ -32,6 +34,10 @@ final class RealtimeConnection: Subscriber, FlushTarget {
     private let countsInBudget = Atomic(false)
     /// Set once the close frame was written (read on the event loop by ``RealtimeChannelHandler``).
     private let closeSent = Atomic(false)
+    /// The most bytes the socket holds unread while the channel is writable (its high water mark),
+    /// or `nil` when it was not known: while that is under every limit of ``measureQueued()``,
+    /// a flush that leaves the channel writable has nothing to measure.
+    private let writableBound: Int?
 
     /// How long the socket stays open after the server's close frame for the peer's answering close
     /// frame; then it is closed anyway.
@@ -41,10 +47,12 @@ final class RealtimeConnection: Subscriber, FlushTarget {
     static let spareBatchCapacity = 8
 
     private struct Outbox {
+        /// Messages handed over in the loop's current run, written at its end.
         var pending: [OutboundMessage] = []
         /// The storage of the last written batch, reused for the next one; kept only for a connection
         /// that writes batches of ``spareBatchCapacity`` or more (an idle one keeps none).
         var spare: [OutboundMessage] = []
+        /// Whether the connection is among those the loop's current run writes.
         var flushScheduled = false
         /// Set once the connection should close after what is pending was written.
         var closeCode: WebSocketErrorCode?
@@ -52,6 +60,17 @@ final class RealtimeConnection: Subscriber, FlushTarget {
         var awaitsPeerClose = true
         /// Set once the close frame was written: nothing is written after it.
         var closeWritten = false
+
+        /// The messages to write now, and the close to write after them.
+        mutating func takeBatch() -> ([OutboundMessage], WebSocketErrorCode?, awaitsPeer: Bool) {
+            flushScheduled = false
+            if closeWritten { return ([], nil, false) }
+            var batch: [OutboundMessage] = []
+            swap(&batch, &spare)
+            swap(&batch, &pending)
+            if closeCode != nil { closeWritten = true }
+            return (batch, closeCode, awaitsPeerClose)
+        }
     }
 
     init(
@@ -62,7 +81,13 @@ final class RealtimeConnection: Subscriber, FlushTarget {
         self.framedOutput = framedOutput
         self.sessionID = sessionID
         flushBatch = context.flushBatches.batch(for: channel.eventLoop)
+        outbox = NIOLoopBoundBox(Outbox(), eventLoop: channel.eventLoop)
         self.context = context
+        if channel.eventLoop.inEventLoop, let waterMark = try? channel.syncOptions?.getOption(.writeBufferWaterMark) {
+            writableBound = waterMark.high
+        } else {
+            writableBound = nil
+        }
     }
 
     // MARK: Inbound
@@ -81,26 +106,24 @@ final class RealtimeConnection: Subscriber, FlushTarget {
         }
     }
 
-    /// The socket closed: nothing more is written, what waited to be is dropped, and the
-    /// connection no longer counts in the server's budget for slow readers.
+    /// The socket closed (on the event loop): nothing more is written, what waited to be is
+    /// dropped, and the connection no longer counts in the server's budget for slow readers.
     func channelClosed() {
-        outbox.withLock { outbox in
-            outbox.closeCode = outbox.closeCode ?? .goingAway
-            outbox.closeWritten = true
-            outbox.pending.removeAll()
-        }
+        outbox.value.closeCode = outbox.value.closeCode ?? .goingAway
+        outbox.value.closeWritten = true
+        outbox.value.pending.removeAll()
         context.outboundBudget.remove(subscriberID)
     }
 
     // MARK: Outbound
 
-    func deliver(_ push: Push) { enqueue(.frames(push.wireFrames)) }
+    func deliver(_ push: Push) { flushBatch.submit(self, .message(.frames(push.wireFrames))) }
 
     func revoke(path: Path, params: QueryParams) {
-        enqueue(.message(.listenRevoked(path: path.wireString, query: params.wireObject)))
+        send(.listenRevoked(path: path.wireString, query: params.wireObject))
     }
 
-    func send(_ message: ServerMessage) { enqueue(.message(message)) }
+    func send(_ message: ServerMessage) { flushBatch.submit(self, .message(.message(message))) }
 
     func end() { closeAfterPendingMessages(code: .goingAway) }
 
@@ -113,47 +136,37 @@ final class RealtimeConnection: Subscriber, FlushTarget {
     /// hello timeout). `awaitingPeer: false` closes the socket at once, for a peer that broke the
     /// protocol.
     func closeAfterPendingMessages(code: WebSocketErrorCode = .normalClosure, awaitingPeer: Bool = true) {
-        let schedule = outbox.withLock { outbox -> Bool in
-            if outbox.closeCode == nil {
-                outbox.closeCode = code
-                outbox.awaitsPeerClose = awaitingPeer
-            }
-            return scheduleFlush(&outbox)
-        }
-        if schedule { flushBatch.schedule(self) }
+        flushBatch.submit(self, .close(code, awaitingPeer: awaitingPeer))
     }
 
     /// Whether the server's close frame was written; the peer's close frame then ends the socket.
     var hasSentClose: Bool { closeSent.load(ordering: .relaxed) }
 
-    private func enqueue(_ message: OutboundMessage) {
-        let schedule = outbox.withLock { outbox -> Bool in
-            guard outbox.closeCode == nil else { return false }
-            outbox.pending.append(message)
-            return scheduleFlush(&outbox)
+    /// Takes what its loop's ``FlushBatch`` hands it (on the loop); returns whether the connection
+    /// now joins the writes of the batch's run (it had nothing to write in it yet).
+    func take(_ item: FlushBatch.Item) -> Bool {
+        guard outbox.value.closeCode == nil else { return false }
+        switch item {
+        case .message(let message):
+            outbox.value.pending.append(message)
+        case .close(let code, let awaitingPeer):
+            outbox.value.closeCode = code
+            outbox.value.awaitsPeerClose = awaitingPeer
         }
-        if schedule { flushBatch.schedule(self) }
-    }
-
-    private func scheduleFlush(_ outbox: inout Outbox) -> Bool {
-        if outbox.flushScheduled { return false }
-        outbox.flushScheduled = true
+        if outbox.value.flushScheduled { return false }
+        outbox.value.flushScheduled = true
         return true
     }
 
     /// Writes every queued message and flushes once (on the event loop).
     func flush() {
-        let (batch, closeCode, awaitsPeer) = outbox.withLock {
-            outbox -> ([OutboundMessage], WebSocketErrorCode?, Bool) in
-            outbox.flushScheduled = false
-            if outbox.closeWritten { return ([], nil, false) }
-            var batch: [OutboundMessage] = []
-            swap(&batch, &outbox.spare)
-            swap(&batch, &outbox.pending)
-            if outbox.closeCode != nil { outbox.closeWritten = true }
-            return (batch, outbox.closeCode, outbox.awaitsPeerClose)
-        }
-        if !batch.isEmpty {
+        let (batch, closeCode, awaitsPeer) = outbox.value.takeBatch()
+        if batch.count == 1, case .frames(let frames) = batch[0] {
+            // One push alone (a fan-out at a pace the loop keeps up with): its frames are written
+            // as they are, shared with the other connections they go to, not copied.
+            framedOutput.value.write(NIOAny(frames), promise: nil)
+            context.metrics.bytesSent.increment(by: Int64(frames.readableBytes))
+        } else if !batch.isEmpty {
             var bytes = 0
             for buffer in OutboundFrames.encode(batch, allocator: channel.allocator) {
                 bytes += buffer.readableBytes
@@ -161,12 +174,10 @@ final class RealtimeConnection: Subscriber, FlushTarget {
             }
             context.metrics.bytesSent.increment(by: Int64(bytes))
         }
-        if batch.capacity >= Self.spareBatchCapacity {
+        if batch.capacity >= Self.spareBatchCapacity, outbox.value.spare.capacity < batch.capacity {
             var spare = batch
             spare.removeAll(keepingCapacity: true)
-            outbox.withLock { outbox in
-                if outbox.spare.capacity < spare.capacity { outbox.spare = spare }
-            }
+            outbox.value.spare = spare
         }
         if let closeCode {
             var data = channel.allocator.buffer(capacity: 2)
@@ -182,14 +193,20 @@ final class RealtimeConnection: Subscriber, FlushTarget {
             }
             return
         }
-        channel.flush()
+        // Flushed from where the frames were written: no handler after it holds writes back.
+        framedOutput.value.flush()
+        if let writableBound, channel.isWritable, !countsInBudget.load(ordering: .relaxed),
+            writableBound <= min(context.limits.maxPendingOutboundBytes, OutboundBudget.stallThreshold)
+        {
+            return
+        }
         measureQueued()
     }
 
     /// What waits to be written: messages queued for the next flush, and the bytes the socket did
     /// not take. Read on the event loop, for the console's connections view.
     func waiting() async -> (messages: Int, bytes: Int) {
-        let messages = outbox.withLock { $0.pending.count }
+        let messages = flushBatch.queued(for: self)
         let channel = channel
         let bytes = try? await channel.eventLoop.submit {
             try channel.syncOptions?.getOption(.bufferedWritableBytes) ?? 0
@@ -211,7 +228,7 @@ final class RealtimeConnection: Subscriber, FlushTarget {
             channel.close(promise: nil)
             return
         }
-        guard queued >= OutboundBudget.stallThreshold || countsInBudget.load(ordering: .relaxed) else { return }
+        guard queued > OutboundBudget.stallThreshold || countsInBudget.load(ordering: .relaxed) else { return }
         let (channel, logger, metrics, sessionID) = (channel, context.logger, context.metrics, sessionID)
         let counts = context.outboundBudget.record(subscriberID, bytes: queued) {
             logger.warning(

@@ -82,6 +82,32 @@ struct RealtimeListenTests {
         }
     }
 
+    /// A push to many connections is handed to each of the server's event loops once, with the
+    /// connections of that loop; each connection still gets every write once, in order, and a
+    /// writer that listens gets its update before its answer.
+    @Test func manyListenersOfOneLocationGetEveryWriteOnceAndInOrder() async throws {
+        let rounds = 12
+        try await withClients(24) { _, clients in
+            let writer = clients[0]
+            for client in clients { try await client.listen("room") }
+            for round in 1...rounds {
+                let put = try await writer.send(.put(path: "room/n", data: .number(Double(round)), hash: nil))
+                let update = try await writer.nextMessage()
+                #expect(update == .overwrite(path: "room/n", data: .number(Double(round)), tag: nil))
+                #expect(try await writer.nextMessage().responseNumber == put)
+            }
+            for (index, client) in clients.enumerated().dropFirst() {
+                for round in 1...rounds {
+                    let push = try await client.nextPush()
+                    #expect(
+                        push == .overwrite(path: "room/n", data: .number(Double(round)), tag: nil),
+                        "listener \(index), write \(round)")
+                }
+                #expect(client.pendingMessages.isEmpty, "listener \(index) got more than the writes")
+            }
+        }
+    }
+
     @Test func aWriteThatChangesNothingBelowSendsNothingThere() async throws {
         try await withClients(2) { _, clients in
             let (writer, below) = (clients[0], clients[1])
