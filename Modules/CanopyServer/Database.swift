@@ -194,7 +194,7 @@ actor Database {
             var events = 0
             for acknowledgement in acknowledgements {
                 if case .success = result {
-                    RealtimeConnection.deliver(acknowledgement.deliveries)
+                    for (subscriber, push) in acknowledgement.deliveries { subscriber.deliver(push) }
                     events += acknowledgement.deliveries.count
                 }
                 acknowledgement.done(result)

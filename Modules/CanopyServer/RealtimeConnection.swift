@@ -11,20 +11,18 @@ import Tree
 /// WebSocket frames, the close, reading paused and resumed, and the bytes it holds for a slow
 /// reader.
 ///
-/// Outbound messages may be queued from any thread, through the ``FlushBatch`` of the channel's
-/// event loop; on the loop they are encoded as WebSocket frames into one buffer per batch
-/// (``OutboundFrames``) and written with one flush. Pushes come straight from the database: the
-/// connection is the ``Subscriber`` its session's listens are registered with.
-final class RealtimeConnection: Subscriber {
+/// Outbound messages may be queued from any thread; they are encoded as WebSocket frames into one
+/// buffer per batch (``OutboundFrames``) and written on the channel's event loop with one flush.
+/// Pushes come straight from the database: the connection is the ``Subscriber`` its session's
+/// listens are registered with.
+final class RealtimeConnection: Subscriber, FlushTarget {
     let subscriberID = SubscriberIDs.make()
     private let channel: any Channel
     /// The context of the pipeline's `WebSocketFrameEncoder`: writes made on it skip the encoder,
     /// so already framed bytes go straight to the socket.
     private let framedOutput: NIOLoopBound<ChannelHandlerContext>
-    /// The batch of the channel's event loop, which every outbound message goes through.
-    let flushBatch: FlushBatch
-    /// What the connection holds between the messages its loop hands it and their write.
-    private let outbox: NIOLoopBoundBox<Outbox>
+    private let flushBatch: FlushBatch
+    private let outbox = Mutex(Outbox())
     /// The server's limits (what a slow reader may make it hold), budget, metrics and log, shared by
     /// every connection.
     private let context: RealtimeContext
@@ -47,12 +45,10 @@ final class RealtimeConnection: Subscriber {
     static let spareBatchCapacity = 8
 
     private struct Outbox {
-        /// Messages handed over in the loop's current run, written at its end.
         var pending: [OutboundMessage] = []
         /// The storage of the last written batch, reused for the next one; kept only for a connection
         /// that writes batches of ``spareBatchCapacity`` or more (an idle one keeps none).
         var spare: [OutboundMessage] = []
-        /// Whether the connection is among those the loop's current run writes.
         var flushScheduled = false
         /// Set once the connection should close after what is pending was written.
         var closeCode: WebSocketErrorCode?
@@ -60,17 +56,6 @@ final class RealtimeConnection: Subscriber {
         var awaitsPeerClose = true
         /// Set once the close frame was written: nothing is written after it.
         var closeWritten = false
-
-        /// The messages to write now, and the close to write after them.
-        mutating func takeBatch() -> ([OutboundMessage], WebSocketErrorCode?, awaitsPeer: Bool) {
-            flushScheduled = false
-            if closeWritten { return ([], nil, false) }
-            var batch: [OutboundMessage] = []
-            swap(&batch, &spare)
-            swap(&batch, &pending)
-            if closeCode != nil { closeWritten = true }
-            return (batch, closeCode, awaitsPeerClose)
-        }
     }
 
     init(
@@ -81,7 +66,6 @@ final class RealtimeConnection: Subscriber {
         self.framedOutput = framedOutput
         self.sessionID = sessionID
         flushBatch = context.flushBatches.batch(for: channel.eventLoop)
-        outbox = NIOLoopBoundBox(Outbox(), eventLoop: channel.eventLoop)
         self.context = context
         if channel.eventLoop.inEventLoop, let waterMark = try? channel.syncOptions?.getOption(.writeBufferWaterMark) {
             writableBound = waterMark.high
@@ -106,24 +90,26 @@ final class RealtimeConnection: Subscriber {
         }
     }
 
-    /// The socket closed (on the event loop): nothing more is written, what waited to be is
-    /// dropped, and the connection no longer counts in the server's budget for slow readers.
+    /// The socket closed: nothing more is written, what waited to be is dropped, and the
+    /// connection no longer counts in the server's budget for slow readers.
     func channelClosed() {
-        outbox.value.closeCode = outbox.value.closeCode ?? .goingAway
-        outbox.value.closeWritten = true
-        outbox.value.pending.removeAll()
+        outbox.withLock { outbox in
+            outbox.closeCode = outbox.closeCode ?? .goingAway
+            outbox.closeWritten = true
+            outbox.pending.removeAll()
+        }
         context.outboundBudget.remove(subscriberID)
     }
 
     // MARK: Outbound
 
-    func deliver(_ push: Push) { flushBatch.submit(self, .message(.frames(push.wireFrames))) }
+    func deliver(_ push: Push) { enqueue(.frames(push.wireFrames)) }
 
     func revoke(path: Path, params: QueryParams) {
-        send(.listenRevoked(path: path.wireString, query: params.wireObject))
+        enqueue(.message(.listenRevoked(path: path.wireString, query: params.wireObject)))
     }
 
-    func send(_ message: ServerMessage) { flushBatch.submit(self, .message(.message(message))) }
+    func send(_ message: ServerMessage) { enqueue(.message(message)) }
 
     func end() { closeAfterPendingMessages(code: .goingAway) }
 
@@ -136,31 +122,50 @@ final class RealtimeConnection: Subscriber {
     /// hello timeout). `awaitingPeer: false` closes the socket at once, for a peer that broke the
     /// protocol.
     func closeAfterPendingMessages(code: WebSocketErrorCode = .normalClosure, awaitingPeer: Bool = true) {
-        flushBatch.submit(self, .close(code, awaitingPeer: awaitingPeer))
+        let schedule = outbox.withLock { outbox -> Bool in
+            if outbox.closeCode == nil {
+                outbox.closeCode = code
+                outbox.awaitsPeerClose = awaitingPeer
+            }
+            return scheduleFlush(&outbox)
+        }
+        if schedule { flushBatch.schedule(self) }
     }
 
     /// Whether the server's close frame was written; the peer's close frame then ends the socket.
     var hasSentClose: Bool { closeSent.load(ordering: .relaxed) }
 
-    /// Takes what its loop's ``FlushBatch`` hands it (on the loop); returns whether the connection
-    /// now joins the writes of the batch's run (it had nothing to write in it yet).
-    func take(_ item: FlushBatch.Item) -> Bool {
-        guard outbox.value.closeCode == nil else { return false }
-        switch item {
-        case .message(let message):
-            outbox.value.pending.append(message)
-        case .close(let code, let awaitingPeer):
-            outbox.value.closeCode = code
-            outbox.value.awaitsPeerClose = awaitingPeer
+    private func enqueue(_ message: consuming OutboundMessage) {
+        // Moved into the queue, not copied: a push's frames are shared by every connection it goes
+        // to, and a copy is a retain of their storage, released again at once from this thread
+        // while the event loops release it as they write (each waiting for the other's change).
+        var message = Optional(message)
+        let schedule = outbox.withLock { outbox -> Bool in
+            guard outbox.closeCode == nil, let message = message.take() else { return false }
+            outbox.pending.append(message)
+            return scheduleFlush(&outbox)
         }
-        if outbox.value.flushScheduled { return false }
-        outbox.value.flushScheduled = true
+        if schedule { flushBatch.schedule(self) }
+    }
+
+    private func scheduleFlush(_ outbox: inout Outbox) -> Bool {
+        if outbox.flushScheduled { return false }
+        outbox.flushScheduled = true
         return true
     }
 
     /// Writes every queued message and flushes once (on the event loop).
     func flush() {
-        let (batch, closeCode, awaitsPeer) = outbox.value.takeBatch()
+        let (batch, closeCode, awaitsPeer) = outbox.withLock {
+            outbox -> ([OutboundMessage], WebSocketErrorCode?, Bool) in
+            outbox.flushScheduled = false
+            if outbox.closeWritten { return ([], nil, false) }
+            var batch: [OutboundMessage] = []
+            swap(&batch, &outbox.spare)
+            swap(&batch, &outbox.pending)
+            if outbox.closeCode != nil { outbox.closeWritten = true }
+            return (batch, outbox.closeCode, outbox.awaitsPeerClose)
+        }
         if batch.count == 1, case .frames(let frames) = batch[0] {
             // One push alone (a fan-out at a pace the loop keeps up with): its frames are written
             // as they are, shared with the other connections they go to, not copied.
@@ -174,10 +179,12 @@ final class RealtimeConnection: Subscriber {
             }
             context.metrics.bytesSent.increment(by: Int64(bytes))
         }
-        if batch.capacity >= Self.spareBatchCapacity, outbox.value.spare.capacity < batch.capacity {
+        if batch.capacity >= Self.spareBatchCapacity {
             var spare = batch
             spare.removeAll(keepingCapacity: true)
-            outbox.value.spare = spare
+            outbox.withLock { outbox in
+                if outbox.spare.capacity < spare.capacity { outbox.spare = spare }
+            }
         }
         if let closeCode {
             var data = channel.allocator.buffer(capacity: 2)
@@ -206,7 +213,7 @@ final class RealtimeConnection: Subscriber {
     /// What waits to be written: messages queued for the next flush, and the bytes the socket did
     /// not take. Read on the event loop, for the console's connections view.
     func waiting() async -> (messages: Int, bytes: Int) {
-        let messages = flushBatch.queued(for: self)
+        let messages = outbox.withLock { $0.pending.count }
         let channel = channel
         let bytes = try? await channel.eventLoop.submit {
             try channel.syncOptions?.getOption(.bufferedWritableBytes) ?? 0
