@@ -82,9 +82,9 @@ struct RealtimeListenTests {
         }
     }
 
-    /// A push to many connections is handed to each of the server's event loops once, with the
-    /// connections of that loop; each connection still gets every write once, in order, and a
-    /// writer that listens gets its update before its answer.
+    /// A push to many connections, spread over the server's event loops, shares one buffer of
+    /// frames: each connection still gets every write once, in order, and a writer that listens
+    /// gets its update before its answer.
     @Test func manyListenersOfOneLocationGetEveryWriteOnceAndInOrder() async throws {
         let rounds = 12
         try await withClients(24) { _, clients in
