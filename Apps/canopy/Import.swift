@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import NIOCore
 import NIOHTTP1
+import Synchronization
 import Tree
 
 #if canImport(Glibc)
@@ -67,15 +68,26 @@ struct Import: AsyncParsableCommand {
         let reader = JSONStreamReader(input: input, maxTokenBytes: Self.maxTokenBytes)
         reader.onRead = { progress.update($0) }
         let (writes, bytes) = try await connection.withREST { rest in
-            // Is the server there, before a long check of the file?
-            _ = try await rest.answer(.GET, .data(location), parameters: [("shallow", "true"), ("print", "silent")])
+            // Is the server there? Asked while the file is checked; a server that is not there, or
+            // refuses, stops the check.
+            let refused = Atomic(false)
+            async let reached: Void = {
+                do {
+                    _ = try await rest.answer(
+                        .GET, .data(location), parameters: [("shallow", "true"), ("print", "silent")])
+                } catch {
+                    refused.store(true, ordering: .relaxed)
+                    throw error
+                }
+            }()
             if input.size != nil {
-                try check(input, at: location)
+                try check(input, at: location, stoppingWhen: { refused.load(ordering: .relaxed) })
                 guard lseek(input.descriptor, 0, SEEK_SET) == 0 else {
                     throw CLIError.unreadableInput(
                         "cannot read \(input.name) again: \(String(cString: strerror(errno)))")
                 }
             }
+            try await reached
             var chunker = ImportChunker(reader: reader, basePath: location, chunkBytes: chunkSize, merge: merge)
             return try await Self.send(&chunker, to: rest, at: location, file: input.name, progress: progress)
         }
@@ -88,15 +100,15 @@ struct Import: AsyncParsableCommand {
     /// The longest string token read: a 10 MB string, escaped.
     static let maxTokenBytes = 64 << 20
 
-    /// Reads the whole file once, checking it without writing.
-    private func check(_ input: InputFile, at location: Path) throws(CLIError) {
+    /// Reads the whole file once, checking it without writing; stops early once `stop` is true.
+    private func check(_ input: InputFile, at location: Path, stoppingWhen stop: () -> Bool) throws(CLIError) {
         let progress = Progress("Checking", total: input.size)
         let reader = JSONStreamReader(input: input, maxTokenBytes: Self.maxTokenBytes)
         reader.onRead = { progress.update($0) }
         var checker = ImportChunker(
             reader: reader, basePath: location, chunkBytes: chunkSize, merge: merge, emit: false)
         do {
-            try checker.check()
+            _ = try checker.check(stoppingWhen: stop)
         } catch {
             progress.finish(nil)
             throw .invalidInput("\(input.name): \(error); nothing was written")

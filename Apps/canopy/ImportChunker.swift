@@ -84,21 +84,32 @@ struct ImportChunker {
     /// Whether gathered text was cut into a write yet.
     private var splitOnce = false
 
-    /// The most text gathered before it is written. The first cut comes sooner: that write (a set
-    /// of the import path) must be answered before any other starts, while the updates after it
-    /// can be in flight together (see ``Write/isIndependent(of:)``).
-    private var gatherLimit: Int { splitOnce ? chunkBytes : min(chunkBytes, Self.firstWriteBytes) }
+    /// The most text gathered before it is written, cut at the next value. The first cut comes
+    /// much sooner: that write (a set of the import path) must be answered before any other starts,
+    /// while the updates after it can be in flight together (see ``Write/isIndependent(of:)``).
+    private var gatherLimit: Int { splitOnce ? chunkBytes : min(chunkBytes, Self.firstWriteLimit) }
 
-    /// The most text of the first write cut from gathered text.
-    static let firstWriteBytes = 256 * 1024
+    /// Gathered text at least this long is written once a container in it closes, so that a cut
+    /// leaves no part of a member behind (an update of its own, which nothing else may pass).
+    private var closingCutBytes: Int { splitOnce ? chunkBytes : min(chunkBytes, Self.firstWriteBytes) }
+
+    /// How long the first write gets before it is cut where a member ends: it is answered alone, and
+    /// most of its time is the namespace's first commit, so it carries little.
+    static let firstWriteBytes = 16 * 1024
+
+    /// The most text of the first write, cut at the next value when no member ends sooner.
+    static let firstWriteLimit = 256 * 1024
+
+    /// The most text of the first update.
+    static let firstUpdateBytes = 512 * 1024
 
     /// Updates written so far.
     private var updatesWritten = 0
 
-    /// The most text of the next update: twice ``firstWriteBytes``, doubling with each update up
-    /// to `chunkBytes`, so that a short document is still several updates the server takes side
-    /// by side, and a long one mostly large updates, each with less to do per byte.
-    private var updateLimit: Int { min(chunkBytes, Self.firstWriteBytes << min(updatesWritten + 1, 16)) }
+    /// The most text of the next update: ``firstUpdateBytes``, doubling with each update up to
+    /// `chunkBytes`, so that a short document is still several updates the server takes side by
+    /// side, and a long one mostly large updates, each with less to do per byte.
+    private var updateLimit: Int { min(chunkBytes, Self.firstUpdateBytes << min(updatesWritten, 16)) }
 
     /// A new buffer's capacity: it grows by doubling as text is appended.
     private static let initialCapacity = 1024
@@ -117,23 +128,38 @@ struct ImportChunker {
         updateBody = allocator.buffer(capacity: Self.initialCapacity)
     }
 
-    /// Reads the whole document, checking it, without writing anything.
-    mutating func check() throws(ImportError) {
-        while try next() != nil {}
+    /// Reads the whole document, checking it, without writing anything. Every few thousand values
+    /// it asks `stop`, and once that is true it returns `false` without reading further.
+    mutating func check(stoppingWhen stop: () -> Bool = { false }) throws(ImportError) -> Bool {
+        var steps = 0
+        do {
+            while !finished {
+                try step()
+                steps += 1
+                if steps % 4096 == 0, stop() { return false }
+            }
+        } catch {
+            throw importError(error)
+        }
+        return true
     }
 
     /// The next write, or `nil` once the document is done.
     mutating func next() throws(ImportError) -> Write? {
         do {
             while ready.isEmpty, !finished { try step() }
-        } catch let error as JSONSyntaxError {
-            throw .syntax(error)
-        } catch let error as ImportError {
-            throw error
         } catch {
-            throw .syntax(JSONSyntaxError(reason: "\(error)", offset: reader.offset, line: 0, column: 0))
+            throw importError(error)
         }
         return ready.isEmpty ? nil : ready.removeFirst()
+    }
+
+    private func importError(_ error: any Error) -> ImportError {
+        switch error {
+        case let error as JSONSyntaxError: .syntax(error)
+        case let error as ImportError: error
+        default: .syntax(JSONSyntaxError(reason: "\(error)", offset: reader.offset, line: 0, column: 0))
+        }
     }
 
     /// Reads one member (or the top-level value, or the end of a container).
@@ -240,8 +266,12 @@ struct ImportChunker {
             gathered = allocator.buffer(capacity: Self.initialCapacity)
             return
         }
-        // Inside a gathered parent the text stays where it is; else it is a child of a split parent.
-        guard !parent.isGathered else { return }
+        // Inside a gathered parent the text stays where it is, until it is long enough to be cut
+        // here; else it is a child of a split parent.
+        guard !parent.isGathered else {
+            if gathered.readableBytes >= closingCutBytes { splitGathered() }
+            return
+        }
         if updateKeys == path, updateBody.readableBytes + gathered.readableBytes <= updateLimit {
             // `{"key":{…}}` joins the pending update as `,"key":{…}`.
             updateMembers.insert(member)

@@ -8,7 +8,14 @@ import Testing
 struct ErrorTests {
     @Test func anUnreachableServerExitsWith69() async throws {
         let environment = ["CANOPY_DATABASE_URL": "http://127.0.0.1:1?ns=test"]
-        for arguments in [["get", "a"], ["set", "a", "1"], ["export", "a"], ["listen", "a", "--timeout", "2"]] {
+        // An import asks whether the server is there while it checks the file: the answer stops the check.
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("unreachable-\(UUID()).json")
+        try Data(#"{"a": 1}"#.utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        for arguments in [
+            ["get", "a"], ["set", "a", "1"], ["export", "a"], ["listen", "a", "--timeout", "2"],
+            ["import", "a", file.path],
+        ] {
             let result = try await CLIProcess.run(arguments, environment: environment)
             #expect(result.status == 69, "\(arguments): \(result.stderr)")
             #expect(result.stderr.hasPrefix("canopy: server unreachable"), "\(arguments): \(result.stderr)")

@@ -76,8 +76,10 @@ struct ImportChunkerTests {
         #expect(!users.isIndependent(of: .put(body: body)))
     }
 
-    /// The set that replaces the import path is cut small, so that the updates after it, which
-    /// wait for it, can run side by side sooner; they grow from twice its size to `chunkBytes`.
+    /// The set that replaces the import path is cut small, where a member ends, so that the updates
+    /// after it, which wait for it, can run side by side sooner, and no part of a member is left for
+    /// an update of its own that the others wait for; they grow from ``ImportChunker/firstUpdateBytes``
+    /// to `chunkBytes`.
     @Test func theFirstWriteIsCutSoonerThanTheRest() throws {
         let text = Self.wideNode(children: 20000)
         let chunkBytes = 1 << 20
@@ -95,14 +97,43 @@ struct ImportChunkerTests {
             return
         }
         #expect(first.readableBytes <= ImportChunker.firstWriteBytes + 1024)
+        // Every update after it is of whole children of the wide node, so all may be in flight.
+        for write in all.dropFirst() {
+            guard case .patch(let keys, _, _) = write else {
+                Issue.record("a write after the first is not an update")
+                continue
+            }
+            #expect(keys == ["users"], "an update of part of a member: \(keys)")
+        }
         // Each update at most twice the one before it may have been, up to `chunkBytes`.
         let updates = all.dropFirst().map(\.body.readableBytes)
         for (index, size) in updates.enumerated() {
-            let limit = min(chunkBytes, ImportChunker.firstWriteBytes << (index + 1))
+            let limit = min(chunkBytes, ImportChunker.firstUpdateBytes << index)
             #expect(size <= limit + 1024, "update \(index): \(updates)")
         }
         #expect(updates.filter { $0 > chunkBytes - 1024 }.count >= 2, "\(updates)")
         #expect(try Self.apply(all) == Node(jsonText: text))
+    }
+
+    /// The check stops reading once it is told to (the server turned out not to be there), and
+    /// reads to the end otherwise.
+    @Test func theCheckStopsWhenToldTo() throws {
+        let text = Self.wideNode(children: 4000)
+        for stop in [false, true] {
+            let result = try text.utf8.withContiguousStorageIfAvailable { bytes in
+                let reader = JSONStreamReader(bytes: UnsafeRawBufferPointer(bytes))
+                var checker = ImportChunker(
+                    reader: reader, basePath: "import", chunkBytes: 1 << 20, merge: false, emit: false)
+                return (try checker.check(stoppingWhen: { stop }), reader.offset)
+            }
+            let (completed, offset) = try #require(result)
+            #expect(completed == !stop)
+            if stop {
+                #expect(offset < text.utf8.count / 2, "read \(offset) of \(text.utf8.count) bytes")
+            } else {
+                #expect(offset == text.utf8.count)
+            }
+        }
     }
 
     @Test func wideNodesAreCutWithoutCopyingTheirUpdates() throws {
