@@ -122,8 +122,8 @@ final class RealtimeChannelHandler: ChannelInboundHandler, RemovableChannelHandl
         }
     }
 
-    private func read(_ fragment: WebSocketFrame, context: ChannelHandlerContext) {
-        let frame: WebSocketFrame
+    private func read(_ fragment: InboundFrame, context: ChannelHandlerContext) {
+        let frame: InboundFrame
         do {
             guard let whole = try fragments.take(fragment, allocator: context.channel.allocator) else { return }
             frame = whole

@@ -12,15 +12,15 @@ struct WebSocketFragments {
 
     /// The largest message, in payload bytes.
     let maxMessageBytes: Int
-    private var buffered: [WebSocketFrame] = []
+    private var buffered: [InboundFrame] = []
     private var bufferedBytes = 0
 
     init(maxMessageBytes: Int) { self.maxMessageBytes = maxMessageBytes }
 
     /// Takes one frame; returns a whole frame (a message or a control frame) when there is one.
     mutating func take(
-        _ frame: WebSocketFrame, allocator: ByteBufferAllocator
-    ) throws(NIOWebSocketFrameAggregator.Error) -> WebSocketFrame? {
+        _ frame: InboundFrame, allocator: ByteBufferAllocator
+    ) throws(NIOWebSocketFrameAggregator.Error) -> InboundFrame? {
         do throws(NIOWebSocketFrameAggregator.Error) {
             switch frame.opcode {
             case .continuation:
@@ -35,7 +35,7 @@ struct WebSocketFragments {
                     data.writeBuffer(&unmasked)
                 }
                 clear()
-                return WebSocketFrame(fin: true, opcode: opcode, data: data)
+                return InboundFrame(fin: true, opcode: opcode, data: data)
             case .binary, .text:
                 if frame.fin {
                     guard buffered.isEmpty else {
@@ -54,7 +54,7 @@ struct WebSocketFragments {
         }
     }
 
-    private mutating func buffer(_ frame: WebSocketFrame) throws(NIOWebSocketFrameAggregator.Error) {
+    private mutating func buffer(_ frame: InboundFrame) throws(NIOWebSocketFrameAggregator.Error) {
         guard buffered.isEmpty || frame.opcode == .continuation else { throw .receivedNewFrameWithoutFinishingPrevious }
         guard buffered.count < Self.maxFragmentCount else { throw .tooManyFragments }
         // A fragment that is not the last is followed by one more at least.

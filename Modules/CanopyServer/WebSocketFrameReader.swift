@@ -53,7 +53,7 @@ struct WebSocketFrameReader {
     }
 
     /// The next whole frame, or `nil` until more bytes arrive.
-    mutating func next() throws(Refusal) -> WebSocketFrame? {
+    mutating func next() throws(Refusal) -> InboundFrame? {
         guard var buffer = pending else { return nil }
         pending = nil
         let frame = try Self.frame(from: &buffer, maxFrameBytes: maxFrameBytes)
@@ -83,7 +83,7 @@ struct WebSocketFrameReader {
     /// when the frame is not whole yet.
     private static func frame(
         from buffer: inout ByteBuffer, maxFrameBytes: Int
-    ) throws(Refusal) -> WebSocketFrame? {
+    ) throws(Refusal) -> InboundFrame? {
         let start = buffer.readerIndex
         guard let first = buffer.getInteger(at: start, as: UInt8.self) else { return nil }
         if let violation = WebSocketViolation.inFirstByte(first) { throw .violation(violation) }
@@ -106,13 +106,16 @@ struct WebSocketFrameReader {
         let isFinal = first & 0x80 != 0
         if isControl, !isFinal { throw .frame(.fragmentedControlFrame) }
         if isControl, length > 125 { throw .frame(.multiByteControlFrameLength) }
-        guard let key = buffer.getBytes(at: offset, length: 4).flatMap(WebSocketMaskingKey.init),
+        guard let mask = buffer.getInteger(at: offset, as: UInt32.self),
             let data = buffer.getSlice(at: offset + 4, length: Int(length)),
             let opcode = WebSocketOpcode(encodedWebSocketOpcode: first & 0x0F)
         else { return nil }
         buffer.moveReaderIndex(to: offset + 4 + Int(length))
-        return WebSocketFrame(
-            fin: isFinal, rsv1: first & 0x40 != 0, rsv2: first & 0x20 != 0, rsv3: first & 0x10 != 0, opcode: opcode,
-            maskKey: key, data: data)
+        // RSV bits were refused above (`WebSocketViolation.inFirstByte`): no extension is offered.
+        let key = (
+            UInt8(truncatingIfNeeded: mask >> 24), UInt8(truncatingIfNeeded: mask >> 16),
+            UInt8(truncatingIfNeeded: mask >> 8), UInt8(truncatingIfNeeded: mask)
+        )
+        return InboundFrame(fin: isFinal, opcode: opcode, maskKey: key, data: data)
     }
 }
