@@ -303,9 +303,7 @@ actor Database {
             submit([]) { _ in reply(.datastale(current: current)) }
             return .stale
         }
-        apply(writes: [StoredWrite(path: path, node: node)], merge: nil, at: path) { error in
-            reply(error.map { .rejected($0) } ?? .ok(value: node))
-        }
+        apply(writes: [StoredWrite(path: path, node: node)], merge: nil, at: path, answering: .ok(value: node), reply)
         return .applied
     }
 
@@ -352,9 +350,7 @@ actor Database {
         }
         let writes = children.map { StoredWrite(path: path.child($0.path), node: $0.node) }
         // Handed over, not shared: each learns from the tree in place.
-        apply(writes: consume writes, merge: children, at: path) { error in
-            reply(error.map { .rejected($0) } ?? .ok(value: .empty))
-        }
+        apply(writes: consume writes, merge: children, at: path, answering: .ok(value: .empty), reply)
         return .applied
     }
 
@@ -417,10 +413,10 @@ actor Database {
     }
 
     /// Applies validated writes in memory, computes the pushes they cause, and queues them for
-    /// commit; `done` gets `nil` once durable (after the pushes went out) or the error.
+    /// commit; `reply` gets `outcome` once durable (after the pushes went out), or the error.
     private func apply(
         writes: consuming [StoredWrite], merge: [(path: Path, node: Node)]?, at path: Path,
-        done: @escaping @Sendable (WriteError?) -> Void
+        answering outcome: WriteOutcome, _ reply: @escaping @Sendable (WriteOutcome) -> Void
     ) {
         // Only listeners below the write compare old data with new. Without them nothing else holds
         // the tree, so the update changes it in place instead of copying the nodes on the way.
@@ -445,8 +441,9 @@ actor Database {
         metrics.writes.increment(by: Int64(writes.count))
         submit(writes, deliveries: deliveries) { [name, lost] result in
             switch result {
-            case .success: done(nil)
-            case .failure(let error): done(Self.commitFailure(error, namespace: name, lost: lost?.hasFired == true))
+            case .success: reply(outcome)
+            case .failure(let error):
+                reply(.rejected(Self.commitFailure(error, namespace: name, lost: lost?.hasFired == true)))
             }
         }
         recheckDataDependentListens()
@@ -469,11 +466,10 @@ actor Database {
     /// Applies `write`, when it sets a child of a node that exists (an overwrite, or a new child),
     /// in one walk down its path, where the writer's look at what is stored and the change took
     /// two; returns what it replaced, or `nil`, having changed nothing, when that cannot be done
-    /// (see ``Node/setChildrenInPlace(at:_:)``; deletions and priorities take the two walks).
+    /// (see ``Node/setChildInPlace(at:key:to:)``; deletions and priorities take the two walks).
     private static func setInPlace(of root: inout Node, _ write: StoredWrite) -> Node? {
-        guard let key = write.path.back, !key.isPriorityKey, !write.node.isEmpty, let parent = write.path.parent
-        else { return nil }
-        return root.setChildrenInPlace(at: parent, [(key, write.node)])?.first
+        guard let key = write.path.back, let parent = write.path.parent else { return nil }
+        return root.setChildInPlace(at: parent, key: key, to: write.node)
     }
 
     /// The members of a multi-path update at `path` as nodes by relative path, in path order, each

@@ -23,25 +23,25 @@ extension RealtimeSession {
     ) -> DatabaseWrite? {
         switch action {
         case .put(let text, let data, let hash):
-            return step(at: text, writeID: writeID, answer: answer) { database, path, reply in
-                database.set(path, json: data, expectedHash: hash, as: caller, reply: reply)
-            }
+            return step(at: text, .set(data, expectedHash: hash), writeID: writeID, as: caller, answer: answer)
         case .merge(let text, let data):
-            return step(at: text, writeID: writeID, answer: answer) { database, path, reply in
-                database.update(path, json: data, as: caller, reply: reply)
-            }
+            return step(at: text, .update(data), writeID: writeID, as: caller, answer: answer)
         default:
             return nil
         }
     }
 
-    /// The step that runs `write` once at the path `text` names, or refuses an invalid path.
+    /// What a put or a merge does.
+    private enum Operation {
+        case set(JSONValue, expectedHash: String?)
+        case update(JSONValue)
+    }
+
+    /// The step that runs `operation` once at the path `text` names, or refuses an invalid path.
+    /// One closure holds all of it: a write's steps are made at the rate writes arrive.
     private static func step(
-        at text: String, writeID: WriteID?, answer: @escaping @Sendable (WriteOutcome) -> Void,
-        _ write:
-            @escaping @Sendable (
-                isolated Database, Path, @escaping @Sendable (WriteOutcome) -> Void
-            ) -> AppliedWrites.Disposition
+        at text: String, _ operation: Operation, writeID: WriteID?, as caller: Caller,
+        answer: @escaping @Sendable (WriteOutcome) -> Void
     ) -> DatabaseWrite {
         let path: Path
         do throws(TreeError) {
@@ -50,7 +50,14 @@ extension RealtimeSession {
             return refusal(.invalidPath(error), answer: answer)
         }
         return { database in
-            database.once(writeID, at: path, reply: answer) { reply in write(database, path, reply) }
+            database.once(writeID, at: path, reply: answer) { reply in
+                switch operation {
+                case .set(let data, let expectedHash):
+                    database.set(path, json: data, expectedHash: expectedHash, as: caller, reply: reply)
+                case .update(let data):
+                    database.update(path, json: data, as: caller, reply: reply)
+                }
+            }
         }
     }
 

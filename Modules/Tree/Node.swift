@@ -248,17 +248,34 @@ public struct Node: Sendable {
     /// let replaced = root.setChildrenInPlace(at: "users", [("u1", ada), ("u2", grace)])
     /// ```
     package mutating func setChildrenInPlace(at path: Path, _ children: [(key: ChildKey, node: Node)]) -> [Node]? {
-        guard case .children(var box) = storage, !children.contains(where: \.node.isEmpty) else {
-            return nil
-        }
+        guard !children.contains(where: \.node.isEmpty) else { return nil }
+        return changeChildrenInPlace(at: path) { $0.setChildren(children) }
+    }
+
+    /// Sets child `key` of the node at `path` to `node` (not empty) in place, as
+    /// ``setChildrenInPlace(at:_:)`` does for one child, without an array for it or for what it
+    /// replaced (a write of one value is the most common write). Returns the child replaced
+    /// (`.empty` when it is new), or `nil`, having changed nothing, under the same conditions or
+    /// when `key` is `.priority`.
+    package mutating func setChildInPlace(at path: Path, key: ChildKey, to node: Node) -> Node? {
+        guard !node.isEmpty, !key.isPriorityKey else { return nil }
+        return changeChildrenInPlace(at: path) { $0.setChild(key, node) }
+    }
+
+    /// Runs `change` on the child storage of the node at `path`, reached in place, when every node
+    /// from here to it has children, none packed, indexed or held elsewhere; `nil` otherwise.
+    private mutating func changeChildrenInPlace<Replaced>(
+        at path: Path, _ change: (ChildrenStorage) -> Replaced
+    ) -> Replaced? {
+        guard case .children(var box) = storage else { return nil }
         storage = .empty
         defer { storage = .children(box) }
         guard isKnownUniquelyReferenced(&box), box.canChangeInPlace else { return nil }
-        guard let front = path.front else { return box.setChildren(children) }
+        guard let front = path.front else { return change(box) }
         guard !front.isPriorityKey else { return nil }
-        var replaced: [Node]?
+        var replaced: Replaced?
         _ = box.modifyChild(front) { child in
-            replaced = child.setChildrenInPlace(at: path.popFront(), children)
+            replaced = child.changeChildrenInPlace(at: path.popFront(), change)
             return InPlaceChange(hadPriority: child.hasPriority, hasPriority: child.hasPriority, isEmpty: false)
         }
         return replaced
@@ -440,6 +457,15 @@ extension Node: Equatable {
         prioritizedChildren = prioritized
         childrenChanged(children.lazy.map(\.key))
         return replaced
+    }
+
+    /// Sets child `key` to `node` (not empty) in place, as ``setChildren(_:)`` does for one child;
+    /// returns the child replaced, `.empty` when it is new.
+    func setChild(_ key: ChildKey, _ node: Node) -> Node {
+        let old = map.updateValue(node, forKey: key) ?? .empty
+        prioritizedChildren += (node.priority != nil ? 1 : 0) - (old.priority != nil ? 1 : 0)
+        childrenChanged(CollectionOfOne(key))
+        return old
     }
 
     /// Forgets this node's hash, and the kept hashes of the children `keys` (changed in place).

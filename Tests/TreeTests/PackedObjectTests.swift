@@ -1,4 +1,5 @@
 import PropertyBased
+import Synchronization
 import Testing
 
 @testable import Tree
@@ -131,6 +132,39 @@ struct PackedObjectTests {
                 #expect(before.hash == before.json(exportFormat: true).hashOfFreshNode(), "a copy changed by \(edit)")
             }
         }
+    }
+
+    /// A write of one value sets its child in place (``Node/setChildInPlace(at:key:to:)``) when the
+    /// way down is the tree's alone: it must leave what an update leaves, say what it replaced, and
+    /// change nothing when the tree is shared.
+    @Test func settingOneChildInPlaceGivesWhatAnUpdateGives() async {
+        let changedInPlace = Mutex(0)
+        await propertyCheck(count: 300, input: Self.object, Self.edit.array(of: 1...10)) { json, edits in
+            var inPlace = try Node(json: json, serverValues: nil, packing: true)
+            var persistent = try Node(json: json, serverValues: nil, packing: true)
+            for edit in edits {
+                let value = try Node(json: edit.value, serverValues: nil, packing: true)
+                let before = persistent
+                persistent = persistent.updating(at: edit.path, to: value)
+                guard let key = edit.path.back, let parent = edit.path.parent,
+                    let replaced = inPlace.setChildInPlace(at: parent, key: key, to: value)
+                else {
+                    inPlace.update(at: edit.path, to: value)
+                    continue
+                }
+                changedInPlace.withLock { $0 += 1 }
+                #expect(!key.isPriorityKey && !value.isEmpty, "\(edit)")
+                #expect(replaced == before.child(at: edit.path), "\(edit)")
+                #expect(inPlace == persistent, "\(edit)")
+                #expect(inPlace.hash == persistent.hash, "\(edit)")
+                // Shared, the tree is not changed.
+                let shared = inPlace
+                #expect(inPlace.setChildInPlace(at: parent, key: key, to: .empty) == nil)
+                #expect(inPlace.setChildInPlace(at: parent, key: key, to: Node(.string("other"))) == nil)
+                #expect(inPlace == shared && inPlace == persistent, "\(edit)")
+            }
+        }
+        #expect(changedInPlace.withLock { $0 } > 100, "the in-place path ran")
     }
 
     private static func expectSame(_ packed: Node, _ plain: Node, _ json: JSONValue) throws {
