@@ -45,6 +45,10 @@ final class RealtimeConnection: Subscriber, FlushTarget {
     static let spareBatchCapacity = 8
 
     private struct Outbox {
+        /// A push queued while nothing else was, written first: a connection that is sent one push
+        /// per flush (a fan-out its loop keeps up with) queues it without an array.
+        var firstPush: ByteBuffer?
+        /// Messages queued after ``firstPush``, or all of them when the first was not a push.
         var pending: [OutboundMessage] = []
         /// The storage of the last written batch, reused for the next one; kept only for a connection
         /// that writes batches of ``spareBatchCapacity`` or more (an idle one keeps none).
@@ -96,6 +100,7 @@ final class RealtimeConnection: Subscriber, FlushTarget {
         outbox.withLock { outbox in
             outbox.closeCode = outbox.closeCode ?? .goingAway
             outbox.closeWritten = true
+            outbox.firstPush = nil
             outbox.pending.removeAll()
         }
         context.outboundBudget.remove(subscriberID)
@@ -142,7 +147,11 @@ final class RealtimeConnection: Subscriber, FlushTarget {
         var message = Optional(message)
         let schedule = outbox.withLock { outbox -> Bool in
             guard outbox.closeCode == nil, let message = message.take() else { return false }
-            outbox.pending.append(message)
+            if outbox.firstPush == nil, outbox.pending.isEmpty, case .frames(let frames) = message {
+                outbox.firstPush = frames
+            } else {
+                outbox.pending.append(message)
+            }
             return scheduleFlush(&outbox)
         }
         if schedule { flushBatch.schedule(self) }
@@ -156,22 +165,24 @@ final class RealtimeConnection: Subscriber, FlushTarget {
 
     /// Writes every queued message and flushes once (on the event loop).
     func flush() {
-        let (batch, closeCode, awaitsPeer) = outbox.withLock {
-            outbox -> ([OutboundMessage], WebSocketErrorCode?, Bool) in
+        let (firstPush, taken, closeCode, awaitsPeer) = outbox.withLock {
+            outbox -> (ByteBuffer?, [OutboundMessage], WebSocketErrorCode?, Bool) in
             outbox.flushScheduled = false
-            if outbox.closeWritten { return ([], nil, false) }
+            if outbox.closeWritten { return (nil, [], nil, false) }
             var batch: [OutboundMessage] = []
             swap(&batch, &outbox.spare)
             swap(&batch, &outbox.pending)
             if outbox.closeCode != nil { outbox.closeWritten = true }
-            return (batch, outbox.closeCode, outbox.awaitsPeerClose)
+            return (outbox.firstPush.take(), batch, outbox.closeCode, outbox.awaitsPeerClose)
         }
-        if batch.count == 1, case .frames(let frames) = batch[0] {
+        var batch = taken
+        if let firstPush, batch.isEmpty {
             // One push alone (a fan-out at a pace the loop keeps up with): its frames are written
             // as they are, shared with the other connections they go to, not copied.
-            framedOutput.value.write(NIOAny(frames), promise: nil)
-            context.metrics.bytesSent.increment(by: Int64(frames.readableBytes))
+            framedOutput.value.write(NIOAny(firstPush), promise: nil)
+            context.metrics.bytesSent.increment(by: Int64(firstPush.readableBytes))
         } else if !batch.isEmpty {
+            if let firstPush { batch.insert(.frames(firstPush), at: 0) }
             var bytes = 0
             for buffer in OutboundFrames.encode(batch, allocator: channel.allocator) {
                 bytes += buffer.readableBytes
@@ -213,7 +224,7 @@ final class RealtimeConnection: Subscriber, FlushTarget {
     /// What waits to be written: messages queued for the next flush, and the bytes the socket did
     /// not take. Read on the event loop, for the console's connections view.
     func waiting() async -> (messages: Int, bytes: Int) {
-        let messages = outbox.withLock { $0.pending.count }
+        let messages = outbox.withLock { $0.pending.count + ($0.firstPush == nil ? 0 : 1) }
         let channel = channel
         let bytes = try? await channel.eventLoop.submit {
             try channel.syncOptions?.getOption(.bufferedWritableBytes) ?? 0
