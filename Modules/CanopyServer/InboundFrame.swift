@@ -5,9 +5,9 @@ import Transport
 /// A WebSocket frame a client sent, as ``WebSocketFrameReader`` reads it: its payload as it arrived
 /// (masked), and its masking key as four bytes.
 ///
-/// NIO's `WebSocketFrame` keeps its payload in an object of its own, and its masking key can only
-/// be made through a generic initializer that allocates for each byte it reads: with both, reading
-/// a frame cost six allocations, a third of what a write costs the server. This is a value.
+/// NIO's `WebSocketFrame` keeps its payload in an object of its own, and a masking key read from
+/// bytes is made through a generic initializer that allocates for each byte it reads: with both,
+/// reading a frame cost six allocations, a third of what a write cost the server. This is a value.
 struct InboundFrame {
     var fin: Bool
     var opcode: WebSocketOpcode
