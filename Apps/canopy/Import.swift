@@ -81,7 +81,7 @@ struct Import: AsyncParsableCommand {
                 }
             }()
             if input.size != nil {
-                try check(input, at: location, stoppingWhen: { refused.load(ordering: .relaxed) })
+                try await check(input, at: location, unless: { refused.load(ordering: .relaxed) })
                 guard lseek(input.descriptor, 0, SEEK_SET) == 0 else {
                     throw CLIError.unreadableInput(
                         "cannot read \(input.name) again: \(String(cString: strerror(errno)))")
@@ -100,20 +100,22 @@ struct Import: AsyncParsableCommand {
     /// The longest string token read: a 10 MB string, escaped.
     static let maxTokenBytes = 64 << 20
 
-    /// Reads the whole file once, checking it without writing; stops early once `stop` is true.
-    private func check(_ input: InputFile, at location: Path, stoppingWhen stop: () -> Bool) throws(CLIError) {
+    /// Reads the whole file once, checking it without writing; stops early once `stopped` is true.
+    ///
+    /// It gives way to other tasks every few thousand values: with one core, the question to the
+    /// server (whose failure sets `stopped`) gets its turn only so.
+    private func check(_ input: InputFile, at location: Path, unless stopped: () -> Bool) async throws(CLIError) {
         let progress = Progress("Checking", total: input.size)
+        defer { progress.finish(nil) }
         let reader = JSONStreamReader(input: input, maxTokenBytes: Self.maxTokenBytes)
         reader.onRead = { progress.update($0) }
         var checker = ImportChunker(
             reader: reader, basePath: location, chunkBytes: chunkSize, merge: merge, emit: false)
         do {
-            _ = try checker.check(stoppingWhen: stop)
+            while try !checker.check(pausingWhen: { true }), !stopped() { await Task.yield() }
         } catch {
-            progress.finish(nil)
             throw .invalidInput("\(input.name): \(error); nothing was written")
         }
-        progress.finish(nil)
     }
 
     /// Sends the chunker's writes in order; returns the number of writes and the bytes sent.

@@ -128,15 +128,16 @@ struct ImportChunker {
         updateBody = allocator.buffer(capacity: Self.initialCapacity)
     }
 
-    /// Reads the whole document, checking it, without writing anything. Every few thousand values
-    /// it asks `stop`, and once that is true it returns `false` without reading further.
-    mutating func check(stoppingWhen stop: () -> Bool = { false }) throws(ImportError) -> Bool {
+    /// Reads the document, checking it, without writing anything; returns `true` at its end. Every
+    /// few thousand values it asks `pause`, and when that is true it returns `false`: called again,
+    /// it reads on from there.
+    mutating func check(pausingWhen pause: () -> Bool = { false }) throws(ImportError) -> Bool {
         var steps = 0
         do {
             while !finished {
                 try step()
                 steps += 1
-                if steps % 4096 == 0, stop() { return false }
+                if steps % 4096 == 0, pause() { return false }
             }
         } catch {
             throw importError(error)

@@ -115,23 +115,39 @@ struct ImportChunkerTests {
         #expect(try Self.apply(all) == Node(jsonText: text))
     }
 
-    /// The check stops reading once it is told to (the server turned out not to be there), and
-    /// reads to the end otherwise.
-    @Test func theCheckStopsWhenToldTo() throws {
+    /// The check pauses when it is told to (so that the import can give way, and stop once the
+    /// server turned out not to be there), reads on from there when called again, and otherwise
+    /// reads to the end.
+    @Test func theCheckPausesWhenToldToAndReadsOnFromThere() throws {
         let text = Self.wideNode(children: 4000)
-        for stop in [false, true] {
-            let result = try text.utf8.withContiguousStorageIfAvailable { bytes in
-                let reader = JSONStreamReader(bytes: UnsafeRawBufferPointer(bytes))
+        let result = try text.utf8.withContiguousStorageIfAvailable { bytes in
+            let reader = JSONStreamReader(bytes: UnsafeRawBufferPointer(bytes))
+            var checker = ImportChunker(
+                reader: reader, basePath: "import", chunkBytes: 1 << 20, merge: false, emit: false)
+            let firstPause = try checker.check(pausingWhen: { true }) ? nil : reader.offset
+            var pauses = 1
+            while try !checker.check(pausingWhen: { true }) { pauses += 1 }
+            return (firstPause, pauses, reader.offset)
+        }
+        let (firstPause, pauses, end) = try #require(result)
+        #expect(try #require(firstPause) < text.utf8.count / 2)
+        #expect(pauses > 2 && end == text.utf8.count)
+        // Told nothing, it reads to the end at once.
+        let whole = try text.utf8.withContiguousStorageIfAvailable { bytes in
+            var checker = ImportChunker(
+                reader: JSONStreamReader(bytes: UnsafeRawBufferPointer(bytes)), basePath: "import",
+                chunkBytes: 1 << 20, merge: false, emit: false)
+            return try checker.check()
+        }
+        #expect(whole == true)
+        // A bad document is still refused after pauses.
+        let bad = text.replacingOccurrences(of: "u0003999", with: "u0003.99")
+        #expect(throws: ImportError.self) {
+            try bad.utf8.withContiguousStorageIfAvailable { bytes in
                 var checker = ImportChunker(
-                    reader: reader, basePath: "import", chunkBytes: 1 << 20, merge: false, emit: false)
-                return (try checker.check(stoppingWhen: { stop }), reader.offset)
-            }
-            let (completed, offset) = try #require(result)
-            #expect(completed == !stop)
-            if stop {
-                #expect(offset < text.utf8.count / 2, "read \(offset) of \(text.utf8.count) bytes")
-            } else {
-                #expect(offset == text.utf8.count)
+                    reader: JSONStreamReader(bytes: UnsafeRawBufferPointer(bytes)), basePath: "import",
+                    chunkBytes: 1 << 20, merge: false, emit: false)
+                while try !checker.check(pausingWhen: { true }) {}
             }
         }
     }
