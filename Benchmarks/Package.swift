@@ -32,6 +32,7 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "Tree", package: "canopy"),
                 .product(name: "Query", package: "canopy"),
+                .product(name: "ServerStorage", package: "canopy"),
             ],
             path: "QueryResolution",
             swiftSettings: swiftSettings,

@@ -1,5 +1,6 @@
 import Benchmark
 import Query
+import ServerStorage
 import Tree
 
 // How a limited, ordered query is resolved over a large node, and what keeping the index costs
@@ -141,6 +142,28 @@ let benchmarks: @Sendable () -> Void = {
         }
     } setup: {
         WriteFixture()
+    }
+
+    // What `--in-memory` keeps beside the database's own tree: every acknowledged write is also
+    // committed to it, and should change it in place as the database changes its own.
+    Benchmark("InMemoryServerStore.commit of one leaf, 100k leaves at depth 3", configuration: fast) {
+        (benchmark: Benchmark, fixture: StoreFixture) in
+        for iteration in benchmark.scaledIterations {
+            try fixture.store.commit([StoredWrite(path: fixture.writes.path(iteration), node: fixture.writes.leaf)])
+        }
+    } setup: {
+        StoreFixture()
+    }
+}
+
+/// An in-memory store holding the tree of a ``WriteFixture``, which the database that loaded it
+/// also holds (as a server's database holds what it loaded from its store).
+struct StoreFixture {
+    let writes = WriteFixture()
+    let store: InMemoryServerStore
+
+    init() {
+        store = InMemoryServerStore(tree: writes.tree)
     }
 }
 

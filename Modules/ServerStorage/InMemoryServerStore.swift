@@ -12,7 +12,8 @@ public import Tree
 /// try store.loadTree()   // {"a":{"b":true}}
 /// ```
 ///
-/// A commit costs O(size of the written nodes) to validate plus O(d log c) per write to apply;
+/// A commit costs O(size of the written nodes) to validate plus O(d log c) per write to apply, in
+/// place (nothing is copied once the nodes on a write's path are the store's alone);
 /// ``loadTree()`` is O(1).
 public final class InMemoryServerStore: ServerStore {
     private struct State {
@@ -44,9 +45,10 @@ public final class InMemoryServerStore: ServerStore {
     ) throws(StoreError) {
         for write in writes { try write.validate() }
         state.withLock { state in
-            var tree = state.tree
-            for write in writes { tree = tree.updating(at: write.path, to: write.node) }
-            state.tree = tree
+            // In place: a copy of the tree here would share every node with the stored one, and
+            // each write would then copy its whole path (a second tree update per write, beside
+            // the database's own).
+            for write in writes { state.tree.update(at: write.path, to: write.node) }
             for change in writeIDs {
                 switch change {
                 case .store(let ids): state.writeIDs[ids.client] = ids

@@ -80,6 +80,31 @@ struct StoreEquivalenceTests {
         store.setSetting("rules", nil)
         #expect(store.setting("rules") == nil)
     }
+
+    /// The in-memory store changes its tree in place, and the trees it was given or gave out (the
+    /// database serving the namespace holds the one it loaded) keep their values.
+    @Test(arguments: [7, 8, 9] as [UInt64])
+    func inMemoryTreesHandedOutKeepTheirValues(seed: UInt64) throws {
+        var generator = StoredWriteGenerator(random: SeededGenerator(seed: seed))
+        var expected = Node.empty
+        for _ in 0..<20 {
+            let write = generator.write()
+            expected = expected.updating(at: write.path, to: write.node)
+        }
+        let given = expected
+        let memory = InMemoryServerStore(tree: given)
+        var handedOut: [(tree: Node, value: Node)] = [(given, expected)]
+        for step in 0..<200 {
+            let writes = (0..<Int.random(in: 1...3, using: &generator.random)).map { _ in generator.write() }
+            for write in writes { expected = expected.updating(at: write.path, to: write.node) }
+            try memory.commit(writes)
+            #expect(memory.loadTree() == expected, "seed \(seed) step \(step)")
+            if step % 10 == 0 { handedOut.append((memory.loadTree(), expected)) }
+        }
+        for (index, (tree, value)) in handedOut.enumerated() {
+            #expect(tree == value, "seed \(seed): tree \(index) changed after it was handed out")
+        }
+    }
 }
 
 /// Keys chosen to collide: prefixes of one another followed by bytes below and above `/`,
