@@ -44,7 +44,13 @@ package final class FileLock: Sendable {
     /// Releases the lock now rather than when the lock is deallocated; later calls do nothing.
     package func release() {
         descriptor.withLock { descriptor in
-            if let open = descriptor { close(open) }
+            // Unlocked before it is closed: a child process started meanwhile by another thread
+            // holds a copy of the descriptor until it runs its program, and closing ours alone
+            // would leave the lock held by that copy (a store reopened at once was refused).
+            if let open = descriptor {
+                flock(open, LOCK_UN)
+                close(open)
+            }
             descriptor = nil
         }
     }
