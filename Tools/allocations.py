@@ -32,6 +32,10 @@ TOLERANCE = 0.01
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 THRESHOLDS = os.path.join(ROOT, "Benchmarks", "Thresholds")
 METRIC = "mallocCountTotal"
+# swift-package itself has been killed by SIGSEGV in libdispatch here (swiftlang/swift#87033), as
+# swift build has in .ci/run: a run killed by a signal runs again, up to three in all. The counts do
+# not depend on which run measures them; a run that fails by exiting fails as always.
+ATTEMPTS = 3
 
 
 def say(message):
@@ -46,7 +50,11 @@ def measure(folder):
         command += ["--target", suite]
     command += ["--metric", METRIC, "--format", "metricP90AbsoluteThresholds", "--path", folder, "--no-progress"]
     say("running " + ", ".join(SUITES) + " (release build, allocation counts only)")
-    result = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    for attempt in range(1, ATTEMPTS + 1):
+        result = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if result.returncode >= 0 or attempt == ATTEMPTS:
+            break
+        say(f"swift package was killed by signal {-result.returncode}; running again (attempt {attempt + 1} of {ATTEMPTS})")
     if result.returncode != 0:
         print(result.stdout, file=sys.stderr)
         sys.exit(f"allocations: the benchmark run failed (exit {result.returncode})")
