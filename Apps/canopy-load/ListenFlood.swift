@@ -236,9 +236,18 @@ struct ListenFlood: AsyncParsableCommand {
                 Double(writes.histogram(phase).valueAtPercentile(99)) / 1e6, reads.histogram(phase).totalCount,
                 Double(reads.histogram(phase).valueAtPercentile(99)) / 1e6)
         }) {
+            // The phase lasts `seconds`, and until the writer and the reader were each answered in it:
+            // on a busy machine a first answer (or refusal) can take longer than a short phase.
             let end = deadline(seconds: seconds)
-            while monotonicNanoseconds() < end {
+            let answerDeadline = deadline(seconds: seconds + timeout)
+            func answered() -> Bool { writes.histogram(phase).totalCount > 0 && reads.histogram(phase).totalCount > 0 }
+            while monotonicNanoseconds() < end || !answered() {
                 if let failure = failure() { throw failure }
+                guard monotonicNanoseconds() < answerDeadline else {
+                    throw LoadError.check(
+                        "listen-flood: the writer or the reader was not answered within \(timeout) s (\(label) the flood)"
+                    )
+                }
                 try await Task.sleep(for: .milliseconds(20))
             }
             if let failure = failure() { throw failure }
