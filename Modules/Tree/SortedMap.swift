@@ -73,13 +73,20 @@ public struct SortedMap<Key: Sendable, Value: Sendable, Order: SortOrder<Key>>: 
 
     /// The value stored for `key`. O(log n).
     @inlinable public subscript(key: Key) -> Value? {
-        var node = root
-        while let current = node {
-            let c = order.compare(key, current.key)
-            if c == 0 { return current.value }
-            node = c < 0 ? current.left : current.right
+        // The nodes are held unretained: the map, borrowed for the call, keeps them all alive.
+        guard var node = root.map(Unmanaged.passUnretained) else { return nil }
+        while true {
+            let step = node._withUnsafeGuaranteedRef { current -> WalkStep<Key, Value> in
+                let c = order.compare(key, current.key)
+                if c == 0 { return .found }
+                return (c < 0 ? current.left : current.right).map { .next(Unmanaged.passUnretained($0)) } ?? .absent
+            }
+            switch step {
+            case .found: return node._withUnsafeGuaranteedRef { $0.value }
+            case .next(let child): node = child
+            case .absent: return nil
+            }
         }
-        return nil
     }
 
     /// A map with `key` set to `value`. O(log n).
@@ -242,52 +249,57 @@ extension SortedMap {
         }
 
         @inlinable public func makeIterator() -> Iterator {
-            var stack: [Tree] = []
+            var stack: [Unmanaged<Tree>] = []
             stack.reserveCapacity(48)
-            var node = root
-            while let current = node {
-                if let start {
+            var node = root.map(Unmanaged.passUnretained)
+            while let unretained = node {
+                node = unretained._withUnsafeGuaranteedRef { current in
+                    let left = current.left.map(Unmanaged.passUnretained)
+                    let right = current.right.map(Unmanaged.passUnretained)
+                    guard let start else {
+                        stack.append(unretained)
+                        return reverse ? right : left
+                    }
                     let c = order.compare(current.key, start)
                     if reverse {
-                        if c <= 0 {
-                            stack.append(current)
-                            node = c == 0 ? nil : current.right
-                        } else {
-                            node = current.left
-                        }
-                    } else {
-                        if c >= 0 {
-                            stack.append(current)
-                            node = c == 0 ? nil : current.left
-                        } else {
-                            node = current.right
-                        }
+                        guard c <= 0 else { return left }
+                        stack.append(unretained)
+                        return c == 0 ? nil : right
                     }
-                } else {
-                    stack.append(current)
-                    node = reverse ? current.right : current.left
+                    guard c >= 0 else { return right }
+                    stack.append(unretained)
+                    return c == 0 ? nil : left
                 }
             }
-            return Iterator(stack: stack, reverse: reverse)
+            return Iterator(root: root, stack: stack, reverse: reverse)
         }
 
         public struct Iterator: IteratorProtocol {
-            @usableFromInline var stack: [Tree]
+            /// Keeps the nodes on `stack`, which are held unretained, alive (and unchanged: a map
+            /// that shares them copies them before it changes them).
+            @usableFromInline let root: Tree?
+            @usableFromInline var stack: [Unmanaged<Tree>]
             @usableFromInline let reverse: Bool
 
-            @inlinable init(stack: [Tree], reverse: Bool) {
+            @inlinable init(root: Tree?, stack: [Unmanaged<Tree>], reverse: Bool) {
+                self.root = root
                 self.stack = stack
                 self.reverse = reverse
             }
 
             @inlinable public mutating func next() -> (key: Key, value: Value)? {
                 guard let top = stack.popLast() else { return nil }
-                var node = reverse ? top.left : top.right
-                while let current = node {
-                    stack.append(current)
-                    node = reverse ? current.right : current.left
+                let reverse = reverse
+                return top._withUnsafeGuaranteedRef { top in
+                    var node = (reverse ? top.left : top.right).map(Unmanaged.passUnretained)
+                    while let current = node {
+                        stack.append(current)
+                        node = current._withUnsafeGuaranteedRef {
+                            (reverse ? $0.right : $0.left).map(Unmanaged.passUnretained)
+                        }
+                    }
+                    return (top.key, top.value)
                 }
-                return (top.key, top.value)
             }
         }
     }
@@ -314,6 +326,14 @@ extension SortedMap {
 /// ``SortedMap/modifyValue(forKey:_:)`` and ``SortedMap/insert(_:_:)``, and only while the node is
 /// uniquely referenced, so no other thread can see the change: that is what makes the
 /// `@unchecked Sendable` sound.
+/// Where one step down a ``SortedMap``'s tree, looking for a key, leads: the key is in the node,
+/// or below it in the child given (held unretained by a walk its map keeps alive), or absent.
+@usableFromInline enum WalkStep<Key: Sendable, Value: Sendable> {
+    case found
+    case next(Unmanaged<AVLNode<Key, Value>>)
+    case absent
+}
+
 @usableFromInline final class AVLNode<Key: Sendable, Value: Sendable>: @unchecked Sendable {
     @usableFromInline let key: Key
     // Changed only while uniquely referenced (see above), so the runtime's exclusivity checks, which
@@ -385,51 +405,79 @@ extension SortedMap {
     )
         -> Bool
     {
-        guard let node = unique(&slot) else {
+        // Each node is held unretained, as in ``modify(_:_:_:_:)``; a node left out of balance is
+        // replaced in its slot only after the walk below it has returned.
+        guard let unretained = uniqueUnretained(&slot) else {
             slot = Tree(key: key, value: value, left: nil, right: nil)
             return true
         }
-        let c = order.compare(key, node.key)
-        if c == 0 {
-            replaced = node.value
-            node.value = value
-            return false
+        var rebalanced: Tree?
+        let added = unretained._withUnsafeGuaranteedRef { node -> Bool in
+            let c = order.compare(key, node.key)
+            if c == 0 {
+                replaced = node.value
+                node.value = value
+                return false
+            }
+            let added =
+                c < 0
+                ? insert(&node.left, key, value, order, replaced: &replaced)
+                : insert(&node.right, key, value, order, replaced: &replaced)
+            guard added else { return false }
+            let hl = height(node.left)
+            let hr = height(node.right)
+            if abs(Int(hl) - Int(hr)) > 1 {
+                rebalanced = balanced(node.key, node.value, node.left, node.right)
+            } else {
+                node.height = Swift.max(hl, hr) + 1
+                node.count += 1
+            }
+            return true
         }
-        let added =
-            c < 0
-            ? insert(&node.left, key, value, order, replaced: &replaced)
-            : insert(&node.right, key, value, order, replaced: &replaced)
-        guard added else { return false }
-        let hl = height(node.left)
-        let hr = height(node.right)
-        if abs(Int(hl) - Int(hr)) > 1 {
-            slot = balanced(node.key, node.value, node.left, node.right)
-        } else {
-            node.height = Swift.max(hl, hr) + 1
-            node.count += 1
-        }
-        return true
+        if let rebalanced { slot = rebalanced }
+        return added
     }
 
     /// Changes the value of `key` below `root`, copying shared nodes on the way; `false` when absent
     /// (the copies made on the way hold the same entries). A loop, not a recursion: `body` and what
     /// it captures are then not passed down (and copied) once per level.
+    ///
+    /// The walk holds each node unretained: every node on it is kept alive by its parent (the
+    /// first by `root`), which the walk holds exclusively through `root`, and it changes a parent's
+    /// link only to put a copy in place of a shared child. Retaining and releasing each node on the
+    /// way took most of the walk's time.
     static func modify(
         _ root: inout Tree?, _ key: Key, _ order: Order, _ body: (inout Value) throws -> Void
     ) rethrows
         -> Bool
     {
-        guard var current = unique(&root) else { return false }
+        guard var current = uniqueUnretained(&root) else { return false }
         while true {
-            let c = order.compare(key, current.key)
-            if c == 0 {
-                try body(&current.value)
-                return true
+            let step = current._withUnsafeGuaranteedRef { node -> WalkStep<Key, Value> in
+                let c = order.compare(key, node.key)
+                if c == 0 { return .found }
+                let next = c < 0 ? uniqueUnretained(&node.left) : uniqueUnretained(&node.right)
+                return next.map { .next($0) } ?? .absent
             }
-            let next = c < 0 ? unique(&current.left) : unique(&current.right)
-            guard let next else { return false }
-            current = next
+            switch step {
+            case .next(let next): current = next
+            case .found:
+                try current._withUnsafeGuaranteedRef { try body(&$0.value) }
+                return true
+            case .absent: return false
+            }
         }
+    }
+
+    /// The node in `slot`, made uniquely referenced by it (copied if shared), unretained; `nil`
+    /// when `slot` is empty.
+    private static func uniqueUnretained(_ slot: inout Tree?) -> Unmanaged<Tree>? {
+        if !isKnownUniquelyReferenced(&slot) {
+            guard let shared = slot else { return nil }
+            slot = copy(of: shared)
+        }
+        guard let node = slot else { return nil }
+        return Unmanaged.passUnretained(node)
     }
 
     /// The node in `slot`, made uniquely referenced by it (copied if shared).
