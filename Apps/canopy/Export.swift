@@ -60,7 +60,7 @@ struct Export: AsyncParsableCommand {
             return exporter.requests
         }
         progress.finish(
-            "Exported \(ByteCount(output.count)) from \(location) in \(Progress.duration(progress.elapsed)) "
+            "Exported \(ByteCount(output.count)) from \(location) in \(Progress.elapsed(progress.elapsed)) "
                 + "(\(progress.rate), \(requests) requests)")
     }
 }

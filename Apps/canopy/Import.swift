@@ -93,7 +93,7 @@ struct Import: AsyncParsableCommand {
         }
         progress.update(reader.offset)
         progress.finish(
-            "Imported \(ByteCount(reader.offset)) into \(location) in \(Progress.duration(progress.elapsed)) "
+            "Imported \(ByteCount(reader.offset)) into \(location) in \(Progress.elapsed(progress.elapsed)) "
                 + "(\(progress.rate); \(writes) writes, \(ByteCount(bytes)) of compact JSON)")
     }
 

@@ -96,6 +96,12 @@ final class Progress {
         text.withUTF8 { bytes in _ = write(STDERR_FILENO, bytes.baseAddress, bytes.count) }
     }
 
+    /// How long a finished transfer took: tenths of a second under ten seconds (`0.2s`, `4.7s`),
+    /// where whole seconds would print a quick import as `0s`; then as ``duration(_:)``.
+    static func elapsed(_ seconds: Double) -> String {
+        seconds < 9.95 ? String(format: "%.1fs", seconds) : duration(seconds)
+    }
+
     /// `42s`, `3m05s`, `1h02m`.
     static func duration(_ seconds: Double) -> String {
         let total = Int(seconds.rounded())
