@@ -179,33 +179,27 @@ public struct SortedMap<Key: Sendable, Value: Sendable, Order: SortOrder<Key>>: 
     }
 
     /// The entry just before `key` (which need not be present). O(log n).
-    public func predecessor(of key: Key) -> (key: Key, value: Value)? {
-        var node = root
-        var best: Tree?
-        while let current = node {
-            if order.compare(current.key, key) < 0 {
-                best = current
-                node = current.right
-            } else {
-                node = current.left
-            }
-        }
-        return best.map { ($0.key, $0.value) }
-    }
+    public func predecessor(of key: Key) -> (key: Key, value: Value)? { neighbour(of: key, before: true) }
 
     /// The entry just after `key` (which need not be present). O(log n).
-    public func successor(of key: Key) -> (key: Key, value: Value)? {
-        var node = root
-        var best: Tree?
-        while let current = node {
-            if order.compare(current.key, key) > 0 {
-                best = current
-                node = current.left
-            } else {
-                node = current.right
+    public func successor(of key: Key) -> (key: Key, value: Value)? { neighbour(of: key, before: false) }
+
+    /// The entry just before (or after) `key`, walked to with the nodes unretained (the map,
+    /// borrowed for the call, keeps them alive).
+    private func neighbour(of key: Key, before: Bool) -> (key: Key, value: Value)? {
+        var node = root.map(Unmanaged.passUnretained)
+        var best: Unmanaged<Tree>?
+        while let unretained = node {
+            node = unretained._withUnsafeGuaranteedRef { current in
+                let c = order.compare(current.key, key)
+                guard before ? c < 0 : c > 0 else {
+                    return (before ? current.left : current.right).map(Unmanaged.passUnretained)
+                }
+                best = unretained
+                return (before ? current.right : current.left).map(Unmanaged.passUnretained)
             }
         }
-        return best.map { ($0.key, $0.value) }
+        return best?._withUnsafeGuaranteedRef { ($0.key, $0.value) }
     }
 
     /// The entries in order (or reverse order), starting at the first key `>= start`
