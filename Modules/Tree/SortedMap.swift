@@ -316,10 +316,6 @@ extension SortedMap {
     }
 }
 
-/// A node of ``SortedMap``'s tree. Its value, children, height and count change only through
-/// ``SortedMap/modifyValue(forKey:_:)`` and ``SortedMap/insert(_:_:)``, and only while the node is
-/// uniquely referenced, so no other thread can see the change: that is what makes the
-/// `@unchecked Sendable` sound.
 /// Where one step down a ``SortedMap``'s tree, looking for a key, leads: the key is in the node,
 /// or below it in the child given (held unretained by a walk its map keeps alive), or absent.
 @usableFromInline enum WalkStep<Key: Sendable, Value: Sendable> {
@@ -328,6 +324,10 @@ extension SortedMap {
     case absent
 }
 
+/// A node of ``SortedMap``'s tree. Its value, children, height and count change only through
+/// ``SortedMap/modifyValue(forKey:_:)`` and ``SortedMap/insert(_:_:)``, and only while the node is
+/// uniquely referenced, so no other thread can see the change: that is what makes the
+/// `@unchecked Sendable` sound.
 @usableFromInline final class AVLNode<Key: Sendable, Value: Sendable>: @unchecked Sendable {
     @usableFromInline let key: Key
     // Changed only while uniquely referenced (see above), so the runtime's exclusivity checks, which
@@ -472,15 +472,6 @@ extension SortedMap {
         }
         guard let node = slot else { return nil }
         return Unmanaged.passUnretained(node)
-    }
-
-    /// The node in `slot`, made uniquely referenced by it (copied if shared).
-    private static func unique(_ slot: inout Tree?) -> Tree? {
-        guard var node = slot else { return nil }
-        slot = nil
-        if !isKnownUniquelyReferenced(&node) { node = copy(of: node) }
-        slot = node
-        return node
     }
 
     /// A node with the same contents (kept out of line: inlined, its copies of the key and value
