@@ -149,7 +149,7 @@ actor Database {
     /// `disconnects` (changes to stored onDisconnect operations) commit in the same transaction, and
     /// so does what ``appliedWrites`` now holds of the clients whose named writes ran in the turn.
     func perform(_ writes: [DatabaseWrite], disconnects: [DisconnectChange] = []) {
-        turn = Turn()
+        turn = Turn(expecting: writes.count)
         for write in writes { write(self) }
         endTurn(disconnects: disconnects)
     }
@@ -157,7 +157,7 @@ actor Database {
     /// Runs `body` in the turn under way, or in a turn of its own when there is none.
     func withinTurn(_ body: () -> Void) {
         guard turn == nil else { return body() }
-        turn = Turn()
+        turn = Turn(expecting: 1)
         body()
         endTurn(disconnects: [])
     }
@@ -188,7 +188,7 @@ actor Database {
         of acknowledgements: [Acknowledgement], stores: Bool
     ) -> @Sendable (Result<Void, StoreError>) -> Void {
         let started = ContinuousClock.now
-        let (metrics, logger) = (metrics, logger)
+        let (metrics, logger, name, lost) = (metrics, logger, name, lost)
         return { result in
             if stores { metrics.commitLatency.record(ContinuousClock.now - started) }
             var events = 0
@@ -197,7 +197,12 @@ actor Database {
                     for (subscriber, push) in acknowledgement.deliveries { subscriber.deliver(push) }
                     events += acknowledgement.deliveries.count
                 }
-                acknowledgement.done(result)
+                switch (acknowledgement.answer, result) {
+                case (.done(let done), _): done(result)
+                case (.write(let outcome, let reply), .success): reply(outcome)
+                case (.write(_, let reply), .failure(let error)):
+                    reply(.rejected(Self.commitFailure(error, namespace: name, lost: lost?.hasFired == true)))
+                }
             }
             metrics.eventsFannedOut.increment(by: Int64(events))
             if events > 0 { metrics.fanOutLatency.record(ContinuousClock.now - started) }
@@ -214,12 +219,29 @@ actor Database {
         var acknowledgements: [Acknowledgement] = []
         /// The clients whose named writes ran (see ``ranNamedWrite(of:)``).
         var namedWriteClients: Set<String> = []
+
+        /// A turn of `count` writes: most store one location and are answered once, so the arrays
+        /// are made that size at once instead of growing (and copying) as the writes arrive. A
+        /// turn of one write takes that write's array as it is.
+        init(expecting count: Int) {
+            guard count > 1 else { return }
+            writes.reserveCapacity(count)
+            acknowledgements.reserveCapacity(count)
+        }
     }
 
     private struct Acknowledgement {
         /// Pushes to deliver once durable.
         var deliveries: [(any Subscriber, Push)]
-        var done: @Sendable (Result<Void, StoreError>) -> Void
+        var answer: Answer
+    }
+
+    /// What runs once a submission committed or failed, after its pushes went out.
+    private enum Answer {
+        /// A write's answer: `outcome` once durable, the commit's failure otherwise. Kept as data,
+        /// where a closure holding both would be one more allocation per write.
+        case write(WriteOutcome, reply: @Sendable (WriteOutcome) -> Void)
+        case done(@Sendable (Result<Void, StoreError>) -> Void)
     }
 
     /// Delivers `push` to `subscriber` in commit order, then runs `done`: after the updates of every
@@ -262,19 +284,35 @@ actor Database {
     }
 
     /// Queues `writes` for commit: into the current turn's submission, or as a submission of their
-    /// own outside a turn. `done` runs once they are durable (after `deliveries` went out) or failed.
-    private func submit(
-        _ writes: [StoredWrite], deliveries: [(any Subscriber, Push)] = [],
-        done: @escaping @Sendable (Result<Void, StoreError>) -> Void
-    ) {
-        if turn != nil {
-            // The first writes of a turn (an update's thousands) are taken as they are, not copied.
-            if turn?.writes.isEmpty == true { turn?.writes = writes } else { turn?.writes.append(contentsOf: writes) }
-            turn?.acknowledgements.append(Acknowledgement(deliveries: deliveries, done: done))
+    /// own outside a turn. `done` runs once they are durable or failed.
+    private func submit(_ writes: [StoredWrite], done: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        submit(writes, deliveries: [], answer: .done(done))
+    }
+
+    /// Queues `writes` for commit as ``submit(_:done:)`` does; `answer` runs once they are durable
+    /// (after `deliveries` went out) or failed.
+    private func submit(_ writes: [StoredWrite], deliveries: [(any Subscriber, Push)], answer: Answer) {
+        let acknowledgement = Acknowledgement(deliveries: deliveries, answer: answer)
+        guard turn != nil else {
+            commits.submit(writes, onDurable: completion(of: [acknowledgement], stores: !writes.isEmpty))
             return
         }
-        let acknowledgement = Acknowledgement(deliveries: deliveries, done: done)
-        commits.submit(writes, onDurable: completion(of: [acknowledgement], stores: !writes.isEmpty))
+        // The first writes of a turn, when more than it expected (an update's thousands), are taken
+        // as they are, not copied.
+        if let reserved = turn?.writes.capacity, turn?.writes.isEmpty == true, writes.count > reserved {
+            turn?.writes = writes
+        } else {
+            turn?.writes.append(contentsOf: writes)
+        }
+        turn?.acknowledgements.append(acknowledgement)
+    }
+
+    /// ``submit(_:deliveries:answer:)`` of one write: within a turn, it joins the turn's writes
+    /// without an array of its own.
+    private func submit(_ write: StoredWrite, deliveries: [(any Subscriber, Push)], answer: Answer) {
+        guard turn != nil else { return submit([write], deliveries: deliveries, answer: answer) }
+        turn?.writes.append(write)
+        turn?.acknowledgements.append(Acknowledgement(deliveries: deliveries, answer: answer))
     }
 
     /// `set(path, json)`; with `expectedHash`, a compare-and-set against the current hash
@@ -303,7 +341,7 @@ actor Database {
             submit([]) { _ in reply(.datastale(current: current)) }
             return .stale
         }
-        apply(writes: [StoredWrite(path: path, node: node)], merge: nil, at: path, answering: .ok(value: node), reply)
+        apply(write: StoredWrite(path: path, node: node), answering: .ok(value: node), reply)
         return .applied
     }
 
@@ -426,27 +464,41 @@ actor Database {
                 for index in writes.indices { writes[index].learn(replacing: replaced[index]) }
                 return fanOut(at: path, old: root, new: root, merge: merge)
             }
-            for index in writes.indices {
-                // The tree holds what the store will hold when this write commits (the writes queued
-                // before it commit first, and a failed commit halts the ones after it).
-                if old == nil, let replaced = Self.setInPlace(of: &root, writes[index]) {
-                    writes[index].learn(replacing: replaced)
-                    continue
-                }
-                writes[index].learn(from: root)
-                root.update(at: writes[index].path, to: writes[index].node)
-            }
+            for index in writes.indices { change(&writes[index], inPlace: old == nil) }
             return fanOut(at: path, old: old ?? root, new: root, merge: merge)
         }
         metrics.writes.increment(by: Int64(writes.count))
-        submit(writes, deliveries: deliveries) { [name, lost] result in
-            switch result {
-            case .success: reply(outcome)
-            case .failure(let error):
-                reply(.rejected(Self.commitFailure(error, namespace: name, lost: lost?.hasFired == true)))
-            }
-        }
+        submit(writes, deliveries: deliveries, answer: .write(outcome, reply: reply))
         recheckDataDependentListens()
+    }
+
+    /// ``apply(writes:merge:at:answering:_:)`` of a set: one write at its own path.
+    private func apply(
+        write: consuming StoredWrite, answering outcome: WriteOutcome,
+        _ reply: @escaping @Sendable (WriteOutcome) -> Void
+    ) {
+        let path = write.path
+        let old = listeners.hasListeners(below: path) ? root : nil
+        let deliveries = IndexRetention.$current.withValue(indexRetention) {
+            change(&write, inPlace: old == nil)
+            return fanOut(at: path, old: old ?? root, new: root, merge: nil)
+        }
+        metrics.writes.increment()
+        submit(write, deliveries: deliveries, answer: .write(outcome, reply: reply))
+        recheckDataDependentListens()
+    }
+
+    /// Applies `write` to the tree, in place when `inPlace` (nothing else holds the tree) and the
+    /// tree allows it, and has it learn what the store holds where it writes.
+    private func change(_ write: inout StoredWrite, inPlace: Bool) {
+        // The tree holds what the store will hold when this write commits (the writes queued before
+        // it commit first, and a failed commit halts the ones after it).
+        if inPlace, let replaced = Self.setInPlace(of: &root, write) {
+            write.learn(replacing: replaced)
+            return
+        }
+        write.learn(from: root)
+        root.update(at: write.path, to: write.node)
     }
 
     /// Applies `writes`, when each sets a child of `path` (as an import's updates of a wide node

@@ -13,6 +13,7 @@ extension RealtimeSession {
     /// pipelines many writes pays for one hop to the database's executor, not one per write.
     func handle(_ texts: [String], database: Database) async {
         var writes: [DatabaseWrite] = []
+        writes.reserveCapacity(texts.count)
         for text in texts {
             guard !isRetired, let message = parse(text) else { continue }
             guard case .request(let request) = message else {
