@@ -39,6 +39,17 @@ let package = Package(
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
         .executableTarget(
+            name: "StoreCommit",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Tree", package: "canopy"),
+                .product(name: "ServerStorage", package: "canopy"),
+            ],
+            path: "StoreCommit",
+            swiftSettings: swiftSettings,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
             name: "CacheEviction",
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),

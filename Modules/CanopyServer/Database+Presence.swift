@@ -54,7 +54,7 @@ extension Database: DisconnectDatabase {
                         "onDisconnect write failed", metadata: ["path": "\(operation.path)", "error": "\(error)"])
                 }
             }
-            return { database in
+            return DatabaseWrite { database in
                 switch operation.kind {
                 case .set(let json): database.set(operation.path, json: json, as: caller, reply: reply)
                 case .update(let members):

@@ -49,7 +49,7 @@ extension RealtimeSession {
         } catch {
             return refusal(.invalidPath(error), answer: answer)
         }
-        return { database in
+        return DatabaseWrite { database in
             database.once(writeID, at: path, reply: answer) { reply in
                 switch operation {
                 case .set(let data, let expectedHash):
@@ -65,6 +65,6 @@ extension RealtimeSession {
     private static func refusal(
         _ error: WriteError, answer: @escaping @Sendable (WriteOutcome) -> Void
     ) -> DatabaseWrite {
-        { database in database.inCommitOrder { answer(.rejected(error)) } }
+        DatabaseWrite { database in database.inCommitOrder { answer(.rejected(error)) } }
     }
 }
