@@ -93,7 +93,7 @@ if $quick; then
         "ReconnectionFanout|reconnect storm, 1,000 clients"
     )
 else
-    suites=("QueryResolution|.*" "CacheEviction|.*" "RulesEvaluation|.*" "ReconnectionFanout|.*")
+    suites=("QueryResolution|.*" "StoreCommit|.*" "CacheEviction|.*" "RulesEvaluation|.*" "ReconnectionFanout|.*")
 fi
 for entry in "${suites[@]}"; do
     suite=${entry%%|*}

@@ -9,22 +9,6 @@ import ServerStorage
 import Transport
 import Tree
 
-/// One step of ``Database/perform(_:)``: a write with its reply, run on the database.
-///
-/// A struct, not the closure itself: a closure kept in an array is first wrapped (reabstracted) in
-/// another, which costs an allocation per write; a struct holding it is kept as it is.
-struct DatabaseWrite: Sendable {
-    private let run: @Sendable (isolated Database) -> Void
-
-    init(_ run: @escaping @Sendable (isolated Database) -> Void) {
-        self.run = run
-    }
-
-    func callAsFunction(_ database: isolated Database) {
-        run(database)
-    }
-}
-
 /// One database (namespace): the tree in memory, its durable store, and its listeners.
 ///
 /// Every write is validated, applied to the in-memory tree at once (so later reads and

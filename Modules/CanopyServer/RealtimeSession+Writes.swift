@@ -31,16 +31,9 @@ extension RealtimeSession {
         }
     }
 
-    /// What a put or a merge does.
-    private enum Operation {
-        case set(JSONValue, expectedHash: String?)
-        case update(JSONValue)
-    }
-
     /// The step that runs `operation` once at the path `text` names, or refuses an invalid path.
-    /// One closure holds all of it: a write's steps are made at the rate writes arrive.
     private static func step(
-        at text: String, _ operation: Operation, writeID: WriteID?, as caller: Caller,
+        at text: String, _ operation: DatabaseWrite.Operation, writeID: WriteID?, as caller: Caller,
         answer: @escaping @Sendable (WriteOutcome) -> Void
     ) -> DatabaseWrite {
         let path: Path
@@ -49,16 +42,7 @@ extension RealtimeSession {
         } catch {
             return refusal(.invalidPath(error), answer: answer)
         }
-        return DatabaseWrite { database in
-            database.once(writeID, at: path, reply: answer) { reply in
-                switch operation {
-                case .set(let data, let expectedHash):
-                    database.set(path, json: data, expectedHash: expectedHash, as: caller, reply: reply)
-                case .update(let data):
-                    database.update(path, json: data, as: caller, reply: reply)
-                }
-            }
-        }
+        return DatabaseWrite(operation, at: path, writeID: writeID, as: caller, answer: answer)
     }
 
     /// A step that answers `error`, in commit order like every write's answer.
