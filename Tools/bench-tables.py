@@ -150,6 +150,27 @@ def query_resolution(work):
     ])
 
 
+def store_commit(work):
+    results = load_suite(work, "StoreCommit")
+    if not results:
+        return []
+    rows = [
+        "| Benchmark | p50 wall time | p50 per write | Mallocs (p50) |",
+        "|---|---:|---:|---:|",
+    ]
+    for name in sorted(results, key=order_key):
+        wall = p50(results, name, "wallClock")
+        writes = re.search(r"of (\d+) ", name)
+        rows.append(
+            f"| {name} | {duration(wall)} | {duration(divide(wall, int(writes.group(1)) if writes else None))} | "
+            f"{count(p50(results, name, 'mallocCountTotal'))} |"
+        )
+    return section("Store commit", read_command(work, "StoreCommit"), rows, [
+        "The commit thread's work for a group commit of one-leaf writes that replace rows, in one "
+        "SQLite transaction without fsync (durability `.normal`): its CPU, not the disk's.",
+    ])
+
+
 def cache_eviction(work):
     results = load_suite(work, "CacheEviction")
     if not results:
@@ -389,7 +410,7 @@ def render(work):
         "ratios, which come from the same run.",
         "",
     ]
-    for part in (query_resolution, cache_eviction, rules_evaluation, reconnection_fanout, load_scenarios):
+    for part in (query_resolution, store_commit, cache_eviction, rules_evaluation, reconnection_fanout, load_scenarios):
         lines += part(work)
     lines.append(END)
     return "\n".join(lines) + "\n"

@@ -66,6 +66,7 @@ def measure(folder, load):
     data = tempfile.mkdtemp(prefix="canopy-write-allocations-")
     server = subprocess.Popen(
         [os.path.join(folder, "canopy-server"), "--port", str(port), "--data", data, "--log-level", "error"])
+    writer = None
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -95,6 +96,9 @@ def measure(folder, load):
             sys.exit("write-allocations: no write was acknowledged while counting")
         return int(line.split(",")[0]) / writes, writes / 3
     finally:
+        if writer is not None and writer.poll() is None:
+            writer.kill()
+            writer.wait()
         server.terminate()
         server.wait()
         shutil.rmtree(data, ignore_errors=True)
